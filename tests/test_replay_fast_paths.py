@@ -8,7 +8,7 @@
 - completeness._member (sort + binary search) vs np.isin;
 - wake_edges._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end;
 - wake_edges.wake_edges' coverage thread by thread vs one join of every thread's rows;
-- graph._thread_time_order (a stable sort by thread of rows in start order) vs the lexsort.
+- host_calls._thread_time_order (a stable sort by thread of rows in start order) vs the lexsort.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tracelens.analyses.completeness import _member
 from tracelens.replay import engine, wake_edges
 from tracelens.replay import graph as graph_module
 from tracelens.replay.call_names import lower_is, text_mask
-from tracelens.replay.graph import _thread_time_order
+from tracelens.replay.host_calls import _thread_time_order
 from tracelens.replay.remedies import REMEDIES, Context
 from tracelens.replay.wake_edges import _latest_point_before
 
@@ -149,7 +149,7 @@ def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: p
     st.booleans(),
 )
 def test_thread_time_order_equals_the_lexsort(rows: list, in_start_order: bool) -> None:
-    # graph._thread_time_order: a stable sort by thread where rows come in start order and no two rows of a
+    # host_calls._thread_time_order: a stable sort by thread where rows come in start order and no two rows of a
     # thread start together, else the lexsort by (thread, start, longest first)
     if in_start_order:
         rows = sorted(rows, key=lambda r: r[1])

@@ -194,7 +194,7 @@ def test_thread_keys_of_narrowed_ids_equal_the_wide_keys(tids: list) -> None:
     from types import SimpleNamespace
 
     from tracelens.analyses.columns import thread_key
-    from tracelens.replay.graph import _thread_keys_at
+    from tracelens.replay.host_calls import _thread_keys_at
 
     tid = np.array(tids * 3, np.int64)
     for pid in (np.full(tid.size, 1102, np.int32), np.arange(tid.size, dtype=np.int64) - 4):
