@@ -11,12 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from ..analyses.names import (
-    is_blocking_sync,
-    is_sync_copy,
-    names_in_use,
-    rows_named,
-)
+from ..analyses.names import is_blocking_sync, is_sync_copy, names_in_use, rows_named
 from ..arrow_read import arrow_filled
 from ..event_names import strip_api_suffix
 from .name_tests import SMALL_DICTIONARY

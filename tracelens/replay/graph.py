@@ -33,12 +33,12 @@ launch, an op overlapping its stream predecessor, a sync ending before what it w
 replay error. Anchors: a chain's first point with no cross edge, and a GPU op whose launch call the trace
 lacks, keep their recorded time (nothing is known about what issued them).
 
-About 1,650 lines in one module on purpose: ``build`` (some 300 lines) makes the points, chains and the five
-edge kinds over the same per-call and per-op arrays in one pass, and its helpers (the host calls and their points,
-the typical lags, the calls' name rules, wake-ups, event waits, recorded synchronizations, collectives; most of the
-rest) read those arrays and share the launch and sync orders found once for all of them (``LaunchOrder``,
-``SyncRows``). Split, ``build`` would hand a dozen arrays and those
-orders across modules, and the helpers' private names (which the tests reach here) would have to turn public.
+``build`` makes the points, chains and the five edge kinds in one pass over the per-call and per-op arrays; the
+parts it hands those arrays to are modules beside this one: the host calls, their points and the ops' launch calls
+(host_calls.py), the calls' name rules (call_names.py), the typical lags (typical_lags.py), the event waits and
+the synchronizations' waits with the launch order and recorded synchronizations they share (wait_edges.py), the
+collectives (collective_edges.py) and the wake-ups (wake_edges.py). What they all read, ``NONE`` and the point
+kinds, is points.py (re-exported here, where the graph's users import them).
 """
 
 from __future__ import annotations
@@ -49,23 +49,11 @@ from typing import Any
 import numpy as np
 
 from .. import intervals
-from ..analyses.columns import (
-    event_columns,
-)
+from ..analyses.columns import event_columns
 from ..analyses.launch import launch_pairs
-from ..analyses.names import (
-    is_collective_kernel,
-    is_graph_launch,
-)
+from ..analyses.names import is_collective_kernel, is_graph_launch
 from ..analyses.startup import one_time_work
-from ..trace import (
-    DRIVER,
-    GPU_ACTIVITY_KINDS,
-    MEMCPY,
-    RUNTIME,
-    STEP,
-    Trace,
-)
+from ..trace import DRIVER, GPU_ACTIVITY_KINDS, MEMCPY, RUNTIME, STEP, Trace
 from ..values import dense_codes
 from .call_names import call_rules, lower_is, text_mask
 from .collective_edges import collective_edges, collective_ids

@@ -96,7 +96,7 @@ def host_calls(cols: EventColumns, api: np.ndarray, thread: np.ndarray, n_thread
     """:class:`HostCalls` of the event rows ``api`` (ascending) on threads ``thread`` (codes below ``n_threads``):
     in one pass by the compiled helper where it was built and the rows' starts ascend (the event table's order),
     else :func:`host_calls_by_numpy`; the same arrays."""
-    from .engine import native_solver  # imported here: engine imports this module
+    from .engine import native_solver  # imported here: engine imports graph, which imports this module
 
     solver = native_solver()
     n = api.size
@@ -193,7 +193,7 @@ def _thread_runs(
     """(the compiled helper, the rows ``api`` as int64, the first position of each run of rows of one thread,
     each run's thread code, the threads' keys) where the helper was built, the columns are plain integer arrays and
     the runs are few (THREAD_RUNS_SHARE of the rows); else None."""
-    from .engine import native_solver  # imported here: engine imports this module
+    from .engine import native_solver  # imported here: engine imports graph, which imports this module
 
     solver = native_solver()
     room = int(THREAD_RUNS_SHARE * api.size)
@@ -394,7 +394,7 @@ def launch_calls(
     ``call_start[c * call_start_step]`` (2: the host points' times, a call's start and end in turn), 0 where not
     found). ``at``: each op's launch row's position among the host rows (found: that row is its launch row). In
     one pass by the compiled helper where it was built (no gathers into op-sized temporaries), else numpy."""
-    from .engine import native_solver  # imported here: engine imports this module
+    from .engine import native_solver  # imported here: engine imports graph, which imports this module
 
     solver = native_solver()
     n = found.size

@@ -110,7 +110,7 @@ def _covered_natively(
     and distinct) the thread's own framework ops and Python frames (rows on a known thread) cover: for every thread
     in one pass over the rows by the compiled helper; None where it was not built or the columns are not plain
     integer arrays (then a mask and a pass per thread, the reference)."""
-    from .engine import native_solver  # imported here: engine imports this module
+    from .engine import native_solver  # imported here: engine imports graph, which imports this module
 
     solver = native_solver()
     pid, tid = cols.pid, cols.tid
@@ -161,7 +161,8 @@ def _covered_by_rows(cols: EventColumns, rows: np.ndarray, lo: np.ndarray, hi: n
     """How much of each gap [lo, hi) (in time order, one thread's) the union of the event rows of the mask ``rows``
     covers: in one pass over the rows by the compiled helper where it was built and the rows are in start order
     (the event table is), else by :func:`intervals.merge` and :func:`intervals.overlap_with_union`; the same."""
-    # imported here: engine imports this module (and tests swap the helper by its name there)
+    # imported here: engine imports graph, which imports this module (and tests swap the helper by its
+    # name there)
     from .engine import native_solver
 
     solver = native_solver()
