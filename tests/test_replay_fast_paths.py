@@ -4,11 +4,11 @@
   batches, batches of up to SMALL_BATCH points solved point by point vs every batch through the numpy path
   (SMALL_BATCH = 1), and a plan shared from the unchanged graph vs one made for the graph itself
   (tests/test_replay_solver.py: the same on generated graphs);
-- graph.text_mask (per dictionary word) vs the per-row str() it replaces;
+- call_names.text_mask (per dictionary word) vs the per-row str() it replaces;
 - completeness._member (sort + binary search) vs np.isin;
-- graph._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end;
-- graph._wake_edges' coverage thread by thread vs one join of every thread's rows;
-- graph._thread_time_order (a stable sort by thread of rows in start order) vs the lexsort.
+- wake_edges._latest_point_before (binary searches per thread) vs one stable sort of every call's start and end;
+- wake_edges.wake_edges' coverage thread by thread vs one join of every thread's rows;
+- host_calls._thread_time_order (a stable sort by thread of rows in start order) vs the lexsort.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ from hypothesis import strategies as st
 import tracelens
 from tests.conftest import FIXTURES, fixture_path
 from tracelens.analyses.completeness import _member
-from tracelens.replay import engine
+from tracelens.replay import engine, wake_edges
 from tracelens.replay import graph as graph_module
-from tracelens.replay.graph import _latest_point_before, _thread_time_order, lower_is, text_mask
+from tracelens.replay.call_names import lower_is, text_mask
+from tracelens.replay.host_calls import _thread_time_order
 from tracelens.replay.remedies import REMEDIES, Context
+from tracelens.replay.wake_edges import _latest_point_before
 
 TRACES = [
     "gpu/pytorch_sync-every-step_cuda.pt.trace.json.gz",
@@ -116,7 +118,7 @@ def test_latest_point_before_per_thread_equals_one_sort(threads: list, queries: 
 
 
 def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    # graph._wake_edges: idle gaps' coverage by their thread's own rows, thread by thread (few threads) vs one
+    # wake_edges.wake_edges: idle gaps' coverage by their thread's own rows, thread by thread (few threads) vs one
     # join of every thread's rows by packed (thread, time) positions (many threads): the same graph
     woken = 0
     for name in TRACES + [
@@ -128,7 +130,7 @@ def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: p
             continue
         trace = tracelens.load(path)
         per_thread = graph_module.build(trace)
-        monkeypatch.setattr(graph_module, "WAKE_THREAD_LOOP", -1)
+        monkeypatch.setattr(wake_edges, "WAKE_THREAD_LOOP", -1)
         joined = graph_module.build(trace)
         monkeypatch.undo()
         woken += int(per_thread.edge_is_wake.sum())
@@ -147,7 +149,7 @@ def test_wake_coverage_per_thread_equals_the_join_of_every_thread(monkeypatch: p
     st.booleans(),
 )
 def test_thread_time_order_equals_the_lexsort(rows: list, in_start_order: bool) -> None:
-    # graph._thread_time_order: a stable sort by thread where rows come in start order and no two rows of a
+    # host_calls._thread_time_order: a stable sort by thread where rows come in start order and no two rows of a
     # thread start together, else the lexsort by (thread, start, longest first)
     if in_start_order:
         rows = sorted(rows, key=lambda r: r[1])

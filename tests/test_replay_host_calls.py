@@ -1,10 +1,11 @@
-"""The replay graph's host calls (graph.host_calls: the outermost host API rows and step markers per thread, each
-row's call) by the compiled one-pass helper equal the numpy path (kept as the fallback without a C compiler) and a
-plain-Python reference: rows in start order (the event table's) with ties, nesting, zero-length rows and step
-markers; rows out of start order and more ties at one start than the helper sorts (it declines, numpy answers); the
-same calls walked by runs of one thread (graph.host_calls_by_thread_runs: threads given per run, pid and tid read at
-the rows) against the row-by-row codes; the GPU ops' launch calls in one pass (graph.launch_calls) against numpy;
-and whole graphs of real traces built both ways."""
+"""The replay graph's host calls (host_calls.host_calls: the outermost host API rows and step markers per
+thread, each row's call) by the compiled one-pass helper equal the numpy path (kept as the fallback without a
+C compiler) and a plain-Python reference: rows in start order (the event table's) with ties, nesting,
+zero-length rows and step markers; rows out of start order and more ties at one start than the helper sorts
+(it declines, numpy answers); the same calls walked by runs of one thread
+(host_calls.host_calls_by_thread_runs: threads given per run, pid and tid read at the rows) against the
+row-by-row codes; the GPU ops' launch calls in one pass (host_calls.launch_calls) against numpy; and whole
+graphs of real traces built both ways."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import tracelens
 from tests.conftest import fixture_path
 from tracelens.replay import engine
 from tracelens.replay import graph as graph_module
+from tracelens.replay import host_calls as host_calls_module
 from tracelens.trace import ALL_KINDS, RUNTIME, STEP
 
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
@@ -48,10 +50,12 @@ def reference(
     return dict(zip(FIELDS, [call_of, *columns], strict=True))
 
 
-def assert_same(got: graph_module.HostCalls, expected: Any) -> None:
+def assert_same(got: host_calls_module.HostCalls, expected: Any) -> None:
     for name in FIELDS:
         value = getattr(got, name)
-        want = getattr(expected, name) if isinstance(expected, graph_module.HostCalls) else expected[name]
+        want = (
+            getattr(expected, name) if isinstance(expected, host_calls_module.HostCalls) else expected[name]
+        )
         assert value.dtype == np.int64, name
         np.testing.assert_array_equal(value, np.asarray(want, np.int64), err_msg=name)
 
@@ -87,8 +91,8 @@ def test_host_calls_equal_the_numpy_path_and_the_reference(
     rows: list[tuple[int, int, int, int]], in_start_order: bool
 ) -> None:
     cols, api, thread = table(rows, in_start_order)
-    got = graph_module.host_calls(cols, api, thread, 4)  # type: ignore[arg-type]
-    assert_same(got, graph_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
+    got = host_calls_module.host_calls(cols, api, thread, 4)  # type: ignore[arg-type]
+    assert_same(got, host_calls_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
     assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
 
 
@@ -98,15 +102,15 @@ def test_many_rows_at_one_start(ties: int) -> None:
     # up to HOST_TIES rows of a thread at one start are ordered by the helper, more by numpy: the same calls
     rows = [(0, 5, length % 7, CALL) for length in range(ties)] + [(1, 5, 3, CALL), (0, 9, 0, MARKER)]
     cols, api, thread = table(rows, True)
-    got = graph_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
-    assert_same(got, graph_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
+    got = host_calls_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
+    assert_same(got, host_calls_module.host_calls_by_numpy(cols, api, thread))  # type: ignore[arg-type]
     assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
     # and walked by runs of one thread (three runs): the same calls, more ties than it orders left to the rows' path
     cols.pid, cols.tid = np.zeros(cols.kind.size, np.int32), np.zeros(cols.kind.size, np.int64)
     cols.tid[api] = thread
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(graph_module, "THREAD_RUNS_SHARE", 1.0)
-        by_runs = graph_module.host_calls_by_thread_runs(cols, api)  # type: ignore[arg-type]
+        patched.setattr(host_calls_module, "THREAD_RUNS_SHARE", 1.0)
+        by_runs = host_calls_module.host_calls_by_thread_runs(cols, api)  # type: ignore[arg-type]
     assert by_runs is not None
     assert_same(by_runs[0], got)
 
@@ -126,15 +130,15 @@ def test_host_calls_by_thread_runs_equal_the_row_by_row_path(
     cols.pid = (100 + thread_of // 2).astype(np.int64 if wide_pid else np.int32)
     cols.tid = (7 + thread_of % 2).astype(np.int64)
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(graph_module, "THREAD_RUNS_SHARE", 1.0)  # the runs path whatever their number
-        got = graph_module.host_calls_by_thread_runs(cols, api)  # type: ignore[arg-type]
+        patched.setattr(host_calls_module, "THREAD_RUNS_SHARE", 1.0)  # the runs path whatever their number
+        got = host_calls_module.host_calls_by_thread_runs(cols, api)  # type: ignore[arg-type]
     if api.size == 0:
         assert got is None
         return
     assert got is not None
-    codes, keys = graph_module._thread_codes_at(cols, api)  # type: ignore[arg-type]
+    codes, keys = host_calls_module._thread_codes_at(cols, api)  # type: ignore[arg-type]
     np.testing.assert_array_equal(got[1], keys)
-    assert_same(got[0], graph_module.host_calls_by_numpy(cols, api, codes))  # type: ignore[arg-type]
+    assert_same(got[0], host_calls_module.host_calls_by_numpy(cols, api, codes))  # type: ignore[arg-type]
     assert_same(got[0], reference(cols.start, cols.end, cols.kind, api, codes))
 
 
@@ -144,15 +148,15 @@ def test_many_runs_go_row_by_row() -> None:
     rows = [(i % 2, i, 1, CALL) for i in range(40)]
     cols, api, thread = table(rows, True)
     cols.pid, cols.tid = np.zeros(api.size, np.int32), thread.astype(np.int64)
-    assert graph_module.host_calls_by_thread_runs(cols, api) is None  # type: ignore[arg-type]
+    assert host_calls_module.host_calls_by_thread_runs(cols, api) is None  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("rows", [[], [(0, 3, 2, CALL)], [(0, 3, 0, MARKER)], [(1, 3, 2, OTHER)]])
 def test_no_row_and_one_row(rows: list[tuple[int, int, int, int]]) -> None:
     cols, api, thread = table(rows, True)
-    got = graph_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
+    got = host_calls_module.host_calls(cols, api, thread, 2)  # type: ignore[arg-type]
     assert_same(got, reference(cols.start, cols.end, cols.kind, api, thread))
-    assert_same(graph_module.host_calls_by_numpy(cols, api, thread), got)  # type: ignore[arg-type]
+    assert_same(host_calls_module.host_calls_by_numpy(cols, api, thread), got)  # type: ignore[arg-type]
 
 
 @native
@@ -198,8 +202,8 @@ def test_launch_calls_in_one_pass_equal_numpy(n_ops: int, n_rows: int, seed: int
     found = rng.random(n_ops) < 0.7
     at = rng.integers(0, n_host, n_ops).astype(np.int64)
     launch_row = np.where(found, rng.integers(0, n_rows, n_ops), -1).astype(np.int32 if narrow else np.int64)
-    got = graph_module.launch_calls(found, at, launch_row, call_of, start, call_start)
-    expected = graph_module.launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start)
+    got = host_calls_module.launch_calls(found, at, launch_row, call_of, start, call_start)
+    expected = host_calls_module.launch_calls_by_numpy(found, at, launch_row, call_of, start, call_start)
     for value, want in zip(got, expected, strict=True):
         assert value.dtype == want.dtype == np.int64
         np.testing.assert_array_equal(value, want)

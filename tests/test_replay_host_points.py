@@ -1,10 +1,10 @@
 """The replay graph's host points written by the compiled walk that finds the host calls
-(graph.host_points_by_thread_runs: each call's two points written as the walk finds it, into point arrays with room
-for every row a call and the GPU ops after them) equal the numpy path (graph.host_points_by_numpy over the calls
+(host_calls.host_points_by_thread_runs: each call's two points written as the walk finds it, into point arrays with room
+for every row a call and the GPU ops after them) equal the numpy path (host_calls.host_points_by_numpy over the calls
 found row by row, the fallback without a C compiler) and a plain-Python reference of the points: rows with ties,
 nesting (fewer calls than rows: the points moved to arrays of their size), zero-length rows, step markers, several
 threads, none and one row; and the GPU ops' launch calls read with the calls' starts among the points' times
-(graph.launch_calls with call_start_step 2) against numpy."""
+(host_calls.launch_calls with call_start_step 2) against numpy."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_replay_host_calls import CALL, MARKER, OTHER, ROWS, reference, table
-from tracelens.replay import engine
+from tracelens.replay import call_names, engine, typical_lags
 from tracelens.replay import graph as graph_module
+from tracelens.replay import host_calls as host_calls_module
 
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
 
@@ -51,7 +52,9 @@ def reference_points(calls: dict[str, Any], kind_of_row: np.ndarray, n_ops: int)
     return result
 
 
-def assert_points(got: graph_module.HostPoints, want: dict[str, np.ndarray], n_host: int, n_ops: int) -> None:
+def assert_points(
+    got: host_calls_module.HostPoints, want: dict[str, np.ndarray], n_host: int, n_ops: int
+) -> None:
     for name in POINT_FIELDS:
         value = getattr(got, name)
         assert value.size == n_host + 2 * n_ops, name
@@ -77,15 +80,15 @@ def with_threads(cols: Any, api: np.ndarray, thread: np.ndarray) -> None:
     cols.tid = (7 + thread_of % 2).astype(np.int64)
 
 
-def both_ways(cols: Any, api: np.ndarray, n_ops: int) -> tuple[graph_module.HostPoints | None, Any]:
+def both_ways(cols: Any, api: np.ndarray, n_ops: int) -> tuple[host_calls_module.HostPoints | None, Any]:
     """(the compiled walk's points, or None where it declines; the numpy path's over the calls found row by
     row)."""
     with pytest.MonkeyPatch.context() as patched:
-        patched.setattr(graph_module, "THREAD_RUNS_SHARE", 1.0)  # the runs path whatever their number
-        got = graph_module.host_points_by_thread_runs(cols, api, n_ops)
-    codes, keys = graph_module._thread_codes_at(cols, api)
-    calls = graph_module.host_calls_by_numpy(cols, api, codes)
-    return got, (graph_module.host_points_by_numpy(cols, calls, keys, n_ops), calls, codes, keys)
+        patched.setattr(host_calls_module, "THREAD_RUNS_SHARE", 1.0)  # the runs path whatever their number
+        got = host_calls_module.host_points_by_thread_runs(cols, api, n_ops)
+    codes, keys = host_calls_module._thread_codes_at(cols, api)
+    calls = host_calls_module.host_calls_by_numpy(cols, api, codes)
+    return got, (host_calls_module.host_points_by_numpy(cols, calls, keys, n_ops), calls, codes, keys)
 
 
 @native
@@ -171,8 +174,10 @@ def test_launch_calls_read_the_starts_among_the_points_times(n_ops: int, n_rows:
     found = rng.random(n_ops) < 0.7
     at = rng.integers(0, n_host, n_ops).astype(np.int64)
     launch_row = np.where(found, rng.integers(0, n_rows, n_ops), -1).astype(np.int64)
-    got = graph_module.launch_calls(found, at, launch_row, call_of, start, times, call_start_step=2)
-    expected = graph_module.launch_calls_by_numpy(found, at, launch_row, call_of, start, times[0::2].copy())
+    got = host_calls_module.launch_calls(found, at, launch_row, call_of, start, times, call_start_step=2)
+    expected = host_calls_module.launch_calls_by_numpy(
+        found, at, launch_row, call_of, start, times[0::2].copy()
+    )
     for value, want in zip(got, expected, strict=True):
         np.testing.assert_array_equal(value, want)
 
@@ -215,10 +220,10 @@ def test_call_rules_equal_the_bits_of_every_call(picks: list[int], calls: list[i
     codes = np.array([c % names.size if c >= 0 else -1 for c in calls], np.int32)
     with pytest.MonkeyPatch.context() as patched:
         if large:
-            patched.setattr(graph_module, "SMALL_DICTIONARY", 0)
-        is_sync, sync_copy, waits, records = graph_module._call_rules(codes, names)
-    rules = (graph_module._is_sync_call, graph_module.is_sync_copy, graph_module._is_stream_wait)
-    bits = code_bits(codes, names, (*rules, graph_module._is_event_record))[codes]
+            patched.setattr(call_names, "SMALL_DICTIONARY", 0)
+        is_sync, sync_copy, waits, records = call_names.call_rules(codes, names)
+    rules = (call_names._is_sync_call, call_names.is_sync_copy, call_names._is_stream_wait)
+    bits = code_bits(codes, names, (*rules, call_names._is_event_record))[codes]
     np.testing.assert_array_equal(is_sync, (bits & 1) != 0)
     np.testing.assert_array_equal(sync_copy, (bits & 2) != 0)
     np.testing.assert_array_equal(waits, np.flatnonzero(bits & 4))
@@ -249,7 +254,7 @@ def test_one_device_typical_lags_and_stream_codes_equal_the_general_path(
     launch_lags = rng.integers(0, 5, int(steady.sum())).astype(np.int64) * 1000
     stream_gaps = rng.integers(0, 5, int(queued.sum())).astype(np.int64) * 500
     args = (op_dev, op_order, launch_lags, steady, stream_gaps, queued)
-    got, want = graph_module.typical_lags(*args), graph_module.typical_lags_by_device(*args)
+    got, want = typical_lags.typical_lags(*args), typical_lags.typical_lags_by_device(*args)
     assert got[:2] == want[:2]
     for value, expected in zip(got[2:], want[2:], strict=True):
         assert value.dtype == expected.dtype == np.int64

@@ -1,6 +1,6 @@
-"""The replay's collective matching and re-wiring without pandas (replay/joins.py, graph._collectives,
-graph._collective_edges, collectives.overlap_collectives) against the pandas code they replace, on random inputs
-with ties, repeated keys, empty and one-row cases."""
+"""The replay's collective matching and re-wiring without pandas (replay/joins.py,
+collective_edges.collective_ids, collective_edges.collective_edges, collectives.overlap_collectives) against the
+pandas code they replace, on random inputs with ties, repeated keys, empty and one-row cases."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import pandas as pd
 import pytest
 
 from tracelens.analyses.columns import event_columns
-from tracelens.replay import graph as graph_module
-from tracelens.replay import remedies
+from tracelens.replay import collective_edges, remedies
 from tracelens.replay.collectives import overlap_collectives, placeholder_waits, placeholders
 from tracelens.replay.joins import cumcount, inner_join, run_heads, run_ids
 from tracelens.trace import Trace
@@ -59,7 +58,7 @@ def test_group_helpers_are_pandas_groupby(seed):
 
 
 def _collectives_reference(is_collective, name, device, start, end):
-    """graph._collectives as it was written with pandas."""
+    """collective_edges.collective_ids as it was written with pandas."""
     out = np.full(is_collective.size, -1, np.int64)
     ops = np.flatnonzero(is_collective)
     if ops.size == 0:
@@ -114,9 +113,9 @@ def test_collectives_match_the_pandas_reference(seed):
     device = rng.integers(0, int(rng.integers(1, 4)), n).astype(np.int64)
     start = rng.integers(0, 20, n).astype(np.int64)  # ties on purpose
     end = start + rng.integers(0, 30, n)
-    got = graph_module._collectives(is_collective, name, device, start, end)
+    got = collective_edges.collective_ids(is_collective, name, device, start, end)
     np.testing.assert_array_equal(got, _collectives_reference(is_collective, name, device, start, end))
-    got_edges = graph_module._collective_edges(got, start, end)
+    got_edges = collective_edges.collective_edges(got, start, end)
     want_edges = _collective_edges_reference(got, start, end)
     for a, b in zip(got_edges, want_edges, strict=True):
         np.testing.assert_array_equal(a, b)
@@ -126,11 +125,11 @@ def test_collectives_match_the_pandas_reference(seed):
 def test_collectives_one_op_and_none():
     one = np.array([True])
     ints = np.array([5], np.int64)
-    assert graph_module._collectives(one, ints, ints, ints, ints).tolist() == [-1]
+    assert collective_edges.collective_ids(one, ints, ints, ints, ints).tolist() == [-1]
     none = np.zeros(0, bool)
     empty = np.zeros(0, np.int64)
-    assert graph_module._collectives(none, empty, empty, empty, empty).size == 0
-    assert all(a.size == 0 for a in graph_module._collective_edges(empty, empty, empty))
+    assert collective_edges.collective_ids(none, empty, empty, empty, empty).size == 0
+    assert all(a.size == 0 for a in collective_edges.collective_edges(empty, empty, empty))
 
 
 def _overlap_reference(g, is_collective):

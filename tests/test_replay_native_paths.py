@@ -3,7 +3,7 @@ where no C compiler was found, and as the reference here): the critical path's w
 path_points_by_numpy, which reads every point's setter), on generated graphs with their replayed times and with
 arbitrary times full of ties (edges and chain predecessors reaching a point together), and on real traces; the
 step of each point (engine.running_at against intervals.running_at); a thread's idle gaps' coverage by its own rows
-in one pass (graph._covered_by_rows against intervals.merge and overlap_with_union); the CUDA graph remedy's
+in one pass (wake_edges._covered_by_rows against intervals.merge and overlap_with_union); the CUDA graph remedy's
 regions found by one stable sort of a packed key (launch_regions.heads_of_regions against the lexsort it replaces)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tracelens
 from tests.conftest import fixture_path
 from tests.test_replay_solver import GRAPH_PARAMETERS, random_graph
 from tracelens import intervals
-from tracelens.replay import critical, engine, launch_regions
+from tracelens.replay import critical, engine, launch_regions, wake_edges
 from tracelens.replay import graph as graph_module
 from tracelens.replay.remedies import Context
 
@@ -113,7 +113,7 @@ def test_gap_coverage_equals_the_merged_union_reference(
     mine = np.flatnonzero(mask)
     us, ue = intervals.merge(start[mine], end[mine])
     expected = intervals.overlap_with_union(lo_a, hi_a, us, ue)
-    np.testing.assert_array_equal(graph_module._covered_by_rows(cols, mask, lo_a, hi_a), expected)
+    np.testing.assert_array_equal(wake_edges._covered_by_rows(cols, mask, lo_a, hi_a), expected)
 
 
 @settings(max_examples=80, deadline=None)

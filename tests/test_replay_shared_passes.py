@@ -94,7 +94,7 @@ def test_in_sorted_equals_a_mask_gathered(values: np.ndarray, query: np.ndarray)
 def test_thread_codes_by_runs_equal_the_codes_of_every_row(threads: int, run_length: int, size: int) -> None:
     from types import SimpleNamespace
 
-    from tracelens.replay.graph import _thread_codes_at, _thread_keys_at
+    from tracelens.replay.host_calls import _thread_codes_at, _thread_keys_at
     from tracelens.values import dense_codes
 
     rng = np.random.default_rng(threads * 7 + size)

@@ -1,5 +1,5 @@
-"""The idle gaps' coverage of several threads in one pass (graph._covered_natively, _replay_solve.c
-thread_union_overlap) against a mask and a pass per thread (graph._of_thread_key, graph._covered_by_rows: the
+"""The idle gaps' coverage of several threads in one pass (wake_edges._covered_natively, _replay_solve.c
+thread_union_overlap) against a mask and a pass per thread (wake_edges._of_thread_key, wake_edges._covered_by_rows: the
 reference), on random rows: several threads, own and other kinds, negative tids, 32- and 64-bit pid and tid
 columns, overlapping and touching rows, empty gaps."""
 
@@ -12,14 +12,14 @@ import pytest
 
 from tracelens.analyses.columns import thread_key
 from tracelens.replay import engine
-from tracelens.replay import graph as G
-from tracelens.trace import ALL_KINDS
+from tracelens.replay import wake_edges as W
+from tracelens.trace import ALL_KINDS, RUNTIME
 
 native = pytest.mark.skipif(engine._replay_solve is None, reason="_replay_solve not built (no C compiler)")
 
 
 def _columns(rng: np.random.Generator, n: int, pid_type: type, tid_type: type) -> SimpleNamespace:
-    kinds = np.array([ALL_KINDS.index(k) for k in (G.CPU_OP, G.PYTHON, G.RUNTIME)], np.int8)
+    kinds = np.array([ALL_KINDS.index(k) for k in (W.CPU_OP, W.PYTHON, RUNTIME)], np.int8)
     kind = kinds[rng.integers(0, kinds.size, n)]
     start = np.sort(rng.integers(0, 1_000, n)).astype(np.int64)
     end = start + rng.integers(0, 120, n)
@@ -34,14 +34,14 @@ def _columns(rng: np.random.Generator, n: int, pid_type: type, tid_type: type) -
 
 def _reference(cols: SimpleNamespace, waiting: np.ndarray, keys: np.ndarray, lo: np.ndarray, hi: np.ndarray):
     covered = np.zeros(keys.size, np.int64)
-    is_own = cols.of_kind(G.CPU_OP, G.PYTHON) & (cols.tid >= 0)
-    halves = G._thread_key_halves(cols)
+    is_own = cols.of_kind(W.CPU_OP, W.PYTHON) & (cols.tid >= 0)
+    halves = W._thread_key_halves(cols)
     for key in waiting:
-        own = G._of_thread_key(halves, is_own, int(key))
+        own = W._of_thread_key(halves, is_own, int(key))
         mine = np.flatnonzero(own)
-        us, ue = G.intervals.merge(cols.start[mine], cols.end[mine])
+        us, ue = W.intervals.merge(cols.start[mine], cols.end[mine])
         at = keys == key
-        covered[at] = G.intervals.overlap_with_union(lo[at], hi[at], us, ue)
+        covered[at] = W.intervals.overlap_with_union(lo[at], hi[at], us, ue)
     return covered
 
 
@@ -64,7 +64,7 @@ def test_threads_coverage_in_one_pass_equals_a_pass_per_thread(seed: int, types:
     keys, lo, hi = (np.concatenate(p).astype(np.int64) for p in (parts_keys, parts_lo, parts_hi))
     if keys.size == 0:
         return
-    got = G._covered_natively(cols, waiting, keys, lo, hi)
+    got = W._covered_natively(cols, waiting, keys, lo, hi)
     assert got is not None
     np.testing.assert_array_equal(got, _reference(cols, waiting, keys, lo, hi))
 
@@ -75,7 +75,7 @@ def test_rows_out_of_start_order_are_left_to_the_reference() -> None:
     cols = _columns(rng, 50, np.int64, np.int32)
     cols.start = cols.start[::-1].copy()
     cols.end = cols.start + 10
-    cols.kind[:] = ALL_KINDS.index(G.CPU_OP)
+    cols.kind[:] = ALL_KINDS.index(W.CPU_OP)
     cols.tid[:], cols.pid[:] = 5, 1
     key = thread_key(np.array([1]), np.array([5], np.int32))
-    assert G._covered_natively(cols, key, key, np.array([0]), np.array([2_000])) is None
+    assert W._covered_natively(cols, key, key, np.array([0]), np.array([2_000])) is None

@@ -1,7 +1,7 @@
 """The what-if replay's newer fast paths give exactly what the paths they replace gave (speed lives in benchmarks/).
 
 - engine._chain_cummax: one running max per chain's slice (few chains) vs the packed (chain, key) running max;
-- graph._segmented_max_accumulate: one running max per run's slice (few runs) vs the packed running max;
+- host_calls._segmented_max_accumulate: one running max per run's slice (few runs) vs the packed running max;
 - engine.setters: the edges' binding tested at their targets only vs at every point (the earlier function, kept
   here as the reference);
 - engine.schedule_keys: the phase added as one comparison, the boundaries' keys set at once, vs the phase array
@@ -14,7 +14,7 @@
   row of the input kinds tested by name;
 - graph.unique_ints (critical path's steps and names, devices and streams of the graph build and the traffic
   floor): the values in use marked in a table and ranked (no sort) vs np.unique (and its return_inverse);
-- graph._of_thread_key: a thread's rows by one comparison per column vs thread_key of every row compared (the
+- wake_edges._of_thread_key: a thread's rows by one comparison per column vs thread_key of every row compared (the
   graphs of traces built both ways: tests/test_replay_fast_paths.py's wake coverage test).
 """
 
@@ -36,8 +36,9 @@ from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.step_arrays import step_window_arrays
-from tracelens.replay import engine
+from tracelens.replay import engine, wake_edges
 from tracelens.replay import graph as graph_module
+from tracelens.replay import host_calls as host_calls_module
 from tracelens.replay.occupancy_model import _input_bytes
 from tracelens.replay.remedies import _INPUT_KINDS, REMEDIES, Context
 from tracelens.values import sorted_distinct
@@ -216,13 +217,13 @@ def test_segmented_max_per_run_equals_the_packed_values(runs: list, dtype: type)
         values = (values % 2**20 - 2**19).astype(np.int32)
     lengths = [len(r) for r in runs]
     head = np.repeat(np.cumsum([0] + lengths[:-1]), lengths)
-    fast = graph_module._segmented_max_accumulate(values, head)
-    old = graph_module.FEW_RUNS
+    fast = host_calls_module._segmented_max_accumulate(values, head)
+    old = host_calls_module.FEW_RUNS
     try:
-        graph_module.FEW_RUNS = -1
-        packed = graph_module._segmented_max_accumulate(values, head)
+        host_calls_module.FEW_RUNS = -1
+        packed = host_calls_module._segmented_max_accumulate(values, head)
     finally:
-        graph_module.FEW_RUNS = old
+        host_calls_module.FEW_RUNS = old
     expected = np.concatenate([np.maximum.accumulate(v) for v in np.split(values, np.cumsum(lengths)[:-1])])
     np.testing.assert_array_equal(fast, expected)
     np.testing.assert_array_equal(packed, expected)
@@ -317,7 +318,7 @@ def test_of_thread_key_equals_thread_key_compared(pairs: list, pid_type: type, t
     cols = SimpleNamespace(pid=pid, tid=tid)
     keys = thread_key(pid, tid)
     among = np.array(data.draw(st.lists(st.booleans(), min_size=pid.size, max_size=pid.size)), bool)
-    halves = graph_module._thread_key_halves(cols)  # type: ignore[arg-type]
+    halves = wake_edges._thread_key_halves(cols)  # type: ignore[arg-type]
     for key in [*keys.tolist(), 0, -1]:
-        got = graph_module._of_thread_key(halves, among, int(key))
+        got = wake_edges._of_thread_key(halves, among, int(key))
         np.testing.assert_array_equal(got, among & (keys == key))

@@ -22,7 +22,7 @@ from tests.conftest import FIXTURES, fixture_path
 from tracelens.analyses.columns import event_columns
 from tracelens.analyses.names import code_mask, is_collective_kernel
 from tracelens.replay import critical, engine
-from tracelens.replay import graph as G
+from tracelens.replay import wake_edges as W
 from tracelens.replay.graph import GPU_END, GPU_START, HOST_END, HOST_START, point_rows
 from tracelens.replay.remedies import Context
 from tracelens.trace import ALL_KINDS, KERNEL
@@ -194,7 +194,7 @@ def test_thread_keys_of_narrowed_ids_equal_the_wide_keys(tids: list) -> None:
     from types import SimpleNamespace
 
     from tracelens.analyses.columns import thread_key
-    from tracelens.replay.graph import _thread_keys_at
+    from tracelens.replay.host_calls import _thread_keys_at
 
     tid = np.array(tids * 3, np.int64)
     for pid in (np.full(tid.size, 1102, np.int32), np.arange(tid.size, dtype=np.int64) - 4):
@@ -269,7 +269,7 @@ def test_blocking_calls_before_each_caller_equal_the_running_count(name: str) ->
         assert changed.lag.dtype == g.lag.dtype
 
 
-# graph._wake_edges as it was before the previous ends were read at the long gaps only (the reference)
+# wake_edges.wake_edges as it was before the previous ends were read at the long gaps only (the reference)
 def _wake_edges_reference(
     cols: Any,
     cs: np.ndarray,
@@ -279,47 +279,47 @@ def _wake_edges_reference(
     first_call: np.ndarray,
     host_lag: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """graph._wake_edges as it was: previous ends and gaps of every call."""
+    """wake_edges.wake_edges as it was: previous ends and gaps of every call."""
     empty = np.zeros(0, np.int64)
     n = cs.size
     if n == 0 or thread_keys.size < 2:
         return empty, empty, empty
-    prev_end = np.full(n, G.NONE, np.int64)
+    prev_end = np.full(n, W.NONE, np.int64)
     prev_end[1:] = ce[:-1]
-    prev_end[first_call] = G.NONE
+    prev_end[first_call] = W.NONE
     gap = cs - prev_end
-    middle = np.flatnonzero(~first_call & (gap >= G.IDLE_GAP_NS))
+    middle = np.flatnonzero(~first_call & (gap >= W.IDLE_GAP_NS))
     covered = np.zeros(middle.size, np.int64)
     if middle.size:
-        is_own = cols.of_kind(G.CPU_OP, G.PYTHON)
+        is_own = cols.of_kind(W.CPU_OP, W.PYTHON)
         is_own &= cols.tid >= 0
         keys = thread_keys[call_thread[middle]]
         waiting = np.unique(keys)
-        if waiting.size <= G.WAKE_THREAD_LOOP:
+        if waiting.size <= W.WAKE_THREAD_LOOP:
             # a few threads with idle gaps: each one's own rows are in time order already, so their union needs
             # no sort (the join of every thread's rows below sorts them all); each thread's rows found by a
             # comparison per column (no key per row)
-            halves = G._thread_key_halves(cols)
+            halves = W._thread_key_halves(cols)
             for key in waiting:  # a loop over threads
-                own = G._of_thread_key(halves, is_own, int(key))
+                own = W._of_thread_key(halves, is_own, int(key))
                 at = keys == key
-                covered[at] = G._covered_by_rows(cols, own, prev_end[middle[at]], cs[middle[at]])
+                covered[at] = W._covered_by_rows(cols, own, prev_end[middle[at]], cs[middle[at]])
         else:
             own = np.flatnonzero(is_own)
-            own_keys = G.thread_key(cols.pid[own], cols.tid[own])
-            lo, hi, os_, oe = G.thread_time_positions(
+            own_keys = W.thread_key(cols.pid[own], cols.tid[own])
+            lo, hi, os_, oe = W.thread_time_positions(
                 [(keys, [prev_end[middle], cs[middle]]), (own_keys, [cols.start[own], cols.end[own]])]
             )
-            us, ue = G.intervals.merge(os_, oe)
-            covered = G.intervals.overlap_with_union(lo, hi, us, ue)
-        idle = covered < G.IDLE_COVERED * gap[middle]
+            us, ue = W.intervals.merge(os_, oe)
+            covered = W.intervals.overlap_with_union(lo, hi, us, ue)
+        idle = covered < W.IDLE_COVERED * gap[middle]
         middle, covered = middle[idle], covered[idle]
     heads = np.flatnonzero(first_call)
     candidates = np.concatenate([middle, heads])
     covered = np.concatenate([covered, np.zeros(heads.size, np.int64)])
     # the latest host point (call start or end) before each candidate's start, over all threads; of points at
     # one time, the last of [every start..., every end...] (the order of a stable sort of those times)
-    latest, index = G._latest_point_before(cs, ce, heads, cs[candidates])
+    latest, index = W._latest_point_before(cs, ce, heads, cs[candidates])
     owner = np.where(index >= n, index - n, np.maximum(index, 0))
     ok = (index >= 0) & (latest > prev_end[candidates]) & (call_thread[owner] != call_thread[candidates])
     candidates, covered, latest, owner, index = (
@@ -350,7 +350,7 @@ def test_wake_edges_equal_every_previous_end_read(
     (both ways of finding the covered time: a loop over threads and the join)."""
     path = fixture_path(name)
     if not loop:
-        monkeypatch.setattr(G, "WAKE_THREAD_LOOP", -1)
+        monkeypatch.setattr(W, "WAKE_THREAD_LOOP", -1)
     trace = tracelens.load(path)
     g = Context(trace).graph
     cols = event_columns(trace)
@@ -367,7 +367,7 @@ def assert_wake_edges_match_reference(cols: Any, g: Any) -> None:
     lag_a = np.zeros(2 * n, np.int64)
     lag_a[0::2] = np.arange(n)  # a marker per call: which ones the edges set
     lag_b = lag_a.copy()
-    found = G._wake_edges(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_a)
+    found = W.wake_edges(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_a)
     expected = _wake_edges_reference(cols, cs, ce, g.call_thread, g.thread_keys, first_call, lag_b)
     for x, y in zip(found, expected, strict=True):
         np.testing.assert_array_equal(x, y)

@@ -28,9 +28,10 @@ from ..analyses.step_arrays import step_window_arrays
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from ..values import sorted_distinct
+from .call_names import lower_is, text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
-from .graph import HOST_END, HOST_START, Graph, build, lower_is, text_mask
+from .graph import HOST_END, HOST_START, Graph, build
 from .launch_regions import region_heads
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
