@@ -6,7 +6,7 @@ Definitions are in ``docs/memcpy.md``; the key ones:
   busy_share          = |union(copies of that kind)| / device busy time (union of kernel, memcpy, memset)
   achieved bandwidth  = Σ bytes / Σ duration over copies with duration > 0 and known bytes
 
-The section stays one module on purpose (about 650 lines): the per-kind, per-device and launch-mode figures
+The section stays one module on purpose (about 880 lines): the per-kind, per-device and launch-mode figures
 share the coded copy columns built once at its top (kind, host memory class and launch mode as small integer
 codes), which split modules would pass around or rebuild.
 """
