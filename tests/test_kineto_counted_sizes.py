@@ -1,8 +1,8 @@
 """The reserve step's sizes from the scanner's counts (``_kineto_scan.counted_sizes`` of scan_events'
 ``row_counts`` and ``max_abs_ts``) against the pass over the rows they replace (``prepared_sizes``); the blocks
 the counts leave to that pass (a ts, correlation or pid set in the scanner's second phase, a category code beyond
-the counters); and the column step's short cuts (op records where every record is kept, used_codes of no values)
-against the steps they skip."""
+the counters); and the column step's short cuts (op records where every record is kept, used_codes of no values,
+NameFlags learning a name by the rules it can match) against the steps they skip."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import pytest
 from tests.test_kineto_native import READ_NATIVELY, event_list
 from tests.test_kineto_prepare import _events
 from tests.test_kineto_prepared_scan import ODD, _size_sources, _traces
+from tracelens import event_names
 from tracelens.ingest import kineto
-from tracelens.ingest.kineto import blocks, native, prepare, split
+from tracelens.ingest.kineto import blocks, named_kinds, native, prepare, split
 
 pytestmark = pytest.mark.skipif(
     getattr(kineto._kineto_scan, "counted_sizes", None) is None, reason="the native scanner is not built"
@@ -219,3 +220,54 @@ def test_used_codes_of_no_values(rows: np.ndarray | None) -> None:
     # the counting path's answer for the same codes (a value list to recode; none used)
     recoded, used = blocks.used_codes(codes, ["unused"], rows)
     assert used == [] and recoded.tobytes() == want.tobytes()
+
+
+NAMES = [
+    "",
+    "c",
+    "cu",
+    "cuda",
+    "cuInit",
+    "cuLaunchKernel",
+    "cuLaunchKernel_v2",
+    "cuMemcpyHtoDAsync_v2_ptsz",
+    "cudaLaunchKernel_v7000",
+    "cudaMemcpyAsync_ptsz",
+    "cudaGetDeviceProperties_v2_v12000",
+    "hipMalloc_ptds",
+    "hipLaunchKernel",
+    "cublasSgemm_v2",
+    "cu_Launch",
+    "CuLaunch",
+    "ProfilerStep#0",
+    "ProfilerStep#12",
+    "ProfilerStep#-1",
+    "ProfilerStep#x",
+    "ProfilerStep#3_v2",
+    "tracelens/step#7",
+    "tracelens/step#",
+    "aten::mm",
+    "volta_scudnn_128x64_relu_interior_nn_v1",
+    " ProfilerStep#1",
+    "cuProfilerStep#1",
+]
+
+
+def _rules(name: str) -> tuple[int, float]:
+    """A name's bits and step number by event_names' rules on every name (what NameFlags learns)."""
+    stripped = event_names.strip_api_suffix(name)
+    number = event_names.step_number(stripped)
+    bits = (number is not None) * named_kinds.STEP_MARKER | event_names.is_driver_call(
+        stripped
+    ) * named_kinds.DRIVER_CALL
+    return bits, np.nan if number is None else float(number)
+
+
+def test_name_flags_learn_by_the_rules() -> None:
+    real = [name for path in _traces()[:20] for scanned in _blocks(path) for name in scanned["names"]]
+    names = NAMES + sorted(set(real))
+    flags = named_kinds.NameFlags()
+    bits, steps = flags.bits(names), flags.steps(names)
+    want = [_rules(name) for name in names]
+    assert bits.tolist() == [b for b, _ in want] + [0]
+    assert np.array_equal(steps, np.array([s for _, s in want]), equal_nan=True)
