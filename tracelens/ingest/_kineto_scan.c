@@ -309,7 +309,7 @@ typedef struct {
      * tables, instead of that pass over the rows): rows by category code + 1 (0: none), those of them with a
      * correlation and a pid, the largest |ts| (NaN: a ts missing). `uncounted`: a category code beyond the
      * counters, or a ts, correlation or pid that phase two sets (deferred, text): no counts then. */
-    int64_t category_rows[N_COUNTED_CATEGORIES], category_linked[N_COUNTED_CATEGORIES];
+    uint64_t category_counts[N_COUNTED_CATEGORIES]; /* rows + those linked << 32: one add a row */
     double max_abs_ts;
     int uncounted;
 } Scanner;
@@ -1804,8 +1804,7 @@ static inline ALWAYS_INLINE int is_profiler_span(Span category) {
 static inline ALWAYS_INLINE void count_row(Scanner *s, const double *f, int32_t category, const Span *pid_text) {
     uint32_t at = (uint32_t)(category + 1);
     if (at < N_COUNTED_CATEGORIES) {
-        s->category_rows[at]++;
-        s->category_linked[at] += !isnan(f[F_CORRELATION]) & !isnan(f[F_PID]);
+        s->category_counts[at] += 1 + ((uint64_t)(!isnan(f[F_CORRELATION]) & !isnan(f[F_PID])) << 32);
     } else {
         s->uncounted = 1;
     }
@@ -2341,13 +2340,16 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     op_floats = PyBytes_FromStringAndSize((const char *)s->op_floats, (Py_ssize_t)(ops * N_OP_FLOATS * sizeof(double)));
     op_codes_object = PyBytes_FromStringAndSize((const char *)op_codes, (Py_ssize_t)(ops * N_OP_STRINGS * sizeof(int32_t)));
     if (op_rows == NULL || op_floats == NULL || op_codes_object == NULL) goto fail;
-    if (s->uncounted) {
+    if (s->uncounted || rows >= UINT32_MAX) { /* (the packed counts hold fewer than 2^32 rows) */
         row_counts = Py_NewRef(Py_None);
     } else { /* counted_sizes' counts: the rows by category code + 1, then those with a correlation and a pid */
-        row_counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(2 * sizeof s->category_rows));
+        row_counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(2 * sizeof s->category_counts));
         if (row_counts == NULL) goto fail;
-        memcpy(PyBytes_AS_STRING(row_counts), s->category_rows, sizeof s->category_rows);
-        memcpy(PyBytes_AS_STRING(row_counts) + sizeof s->category_rows, s->category_linked, sizeof s->category_linked);
+        int64_t *counted = (int64_t *)PyBytes_AS_STRING(row_counts);
+        for (int k = 0; k < N_COUNTED_CATEGORIES; k++) {
+            counted[k] = (int64_t)(s->category_counts[k] & UINT32_MAX);
+            counted[N_COUNTED_CATEGORIES + k] = (int64_t)(s->category_counts[k] >> 32);
+        }
     }
     result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:d}",
                            "complete", (long long)s->counts[PH_COMPLETE], "flow", (long long)s->counts[PH_FLOW],
