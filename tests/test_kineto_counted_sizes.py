@@ -37,7 +37,7 @@ def _joined(events: list[dict[str, Any]]) -> bytes:
 
 
 def _counted(scanned: dict[str, Any]) -> tuple[int, int] | None:
-    return native.scanner().counted_sizes(  # type: ignore[no-any-return]
+    return native.scanner().counted_sizes(
         scanned["row_counts"],
         scanned["max_abs_ts"],
         native.kind_table(scanned["categories"]),
