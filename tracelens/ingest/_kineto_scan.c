@@ -274,7 +274,6 @@ enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, 
 /* The categories read_category recognizes by their bytes. */
 /* counted_sizes' counters: category codes -1 to N_COUNTED_CATEGORIES - 2 (a block has a few dozen at most) */
 #define N_COUNTED_CATEGORIES 64
-#define COUNTED_DEFERRED ((UINT32_C(1) << F_TS) | (UINT32_C(1) << F_CORRELATION) | (UINT32_C(1) << F_PID))
 
 enum { KNOWN_NONE, KNOWN_CPU_OP, KNOWN_AC2G, KNOWN_CUDA_RUNTIME, KNOWN_KERNEL, KNOWN_FWDBWD, KNOWN_GPU_MEMCPY, N_KNOWN };
 
@@ -1801,7 +1800,7 @@ static inline ALWAYS_INLINE int is_profiler_span(Span category) {
     } while (0)
 
 /* A stored row counted for counted_sizes (the scanner's fields above). */
-static inline ALWAYS_INLINE void count_row(Scanner *s, const double *f, int32_t category, const Span *pid_text) {
+static inline ALWAYS_INLINE void count_row(Scanner *s, const double *f, int32_t category) {
     uint32_t at = (uint32_t)(category + 1);
     if (at < N_COUNTED_CATEGORIES) {
         s->category_counts[at] += 1 + ((uint64_t)(!isnan(f[F_CORRELATION]) & !isnan(f[F_PID])) << 32);
@@ -1810,7 +1809,7 @@ static inline ALWAYS_INLINE void count_row(Scanner *s, const double *f, int32_t 
     }
     double t = fabs(f[F_TS]);
     if (t > s->max_abs_ts || t != t) s->max_abs_ts = t; /* a NaN stays */
-    s->uncounted |= (s->deferred & COUNTED_DEFERRED) != 0 || (pid_text->flags & SPAN_PRESENT) != 0;
+    /* (a ts, correlation or pid phase two sets is one of s->texts: build_result finds it there) */
 }
 
 static int scan_event(Scanner *s) {
@@ -1950,7 +1949,7 @@ members_done:
             s->codes[k][r] = code;
         }
         if (recognized) s->known_categories[category] = s->codes[S_CAT][r] + 1;
-        count_row(s, f, s->codes[S_CAT][r], &pid_text);
+        count_row(s, f, s->codes[S_CAT][r]);
     }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
@@ -2303,6 +2302,9 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     }
     for (size_t t = 0; t < s->n_texts; t++) {
         NumberText *text = &s->texts[t];
+        /* a row's ts, correlation or pid set here (a deferred number, a pid written as text): not counted */
+        if (text->row >= 0 && (text->field == F_TS || text->field == F_CORRELATION || text->field == F_PID))
+            s->uncounted = 1;
         double unused, *slot = text->row < 0                ? &unused
                                : text->field < N_ROW_FLOATS ? &s->floats[text->field][text->row]
                                : text->field < N_FLOATS
