@@ -272,6 +272,9 @@ static int32_t span_code(SpanTable *t, Span span) {
 enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, PATH_INTEGER_AND_FRACTION };
 
 /* The categories read_category recognizes by their bytes. */
+/* counted_sizes' counters: category codes -1 to N_COUNTED_CATEGORIES - 2 (a block has a few dozen at most) */
+#define N_COUNTED_CATEGORIES 64
+
 enum { KNOWN_NONE, KNOWN_CPU_OP, KNOWN_AC2G, KNOWN_CUDA_RUNTIME, KNOWN_KERNEL, KNOWN_FWDBWD, KNOWN_GPU_MEMCPY, N_KNOWN };
 
 typedef struct {
@@ -301,6 +304,13 @@ typedef struct {
     uint64_t skipped_masks[3];
     int32_t known_categories[N_KNOWN]; /* each recognized category's code + 1 (0: none yet) */
     int convert_all; /* scan_event reads an event again: no flow sequence (CHECKED_ONLY) */
+    /* What prepared_sizes reads, counted as each row is stored (counted_sizes then folds them with the kind
+     * tables, instead of that pass over the rows): rows by category code + 1 (0: none), those of them with a
+     * correlation and a pid, the largest |ts| (NaN: a ts missing). `uncounted`: a category code beyond the
+     * counters, or a ts, correlation or pid that phase two sets (deferred, text): no counts then. */
+    uint64_t category_counts[N_COUNTED_CATEGORIES]; /* rows + those linked << 32: one add a row */
+    double max_abs_ts;
+    int uncounted;
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -1789,6 +1799,19 @@ static inline ALWAYS_INLINE int is_profiler_span(Span category) {
         if ((rc = value_start(s)) != OK || (rc = (read)) != OK) return rc;  \
     } while (0)
 
+/* A stored row counted for counted_sizes (the scanner's fields above). */
+static inline ALWAYS_INLINE void count_row(Scanner *s, const double *f, int32_t category) {
+    uint32_t at = (uint32_t)(category + 1);
+    if (at < N_COUNTED_CATEGORIES) {
+        s->category_counts[at] += 1 + ((uint64_t)(!isnan(f[F_CORRELATION]) & !isnan(f[F_PID])) << 32);
+    } else {
+        s->uncounted = 1;
+    }
+    double t = fabs(f[F_TS]);
+    if (t > s->max_abs_ts || t != t) s->max_abs_ts = t; /* a NaN stays */
+    /* (a ts, correlation or pid phase two sets is one of s->texts: build_result finds it there) */
+}
+
 static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
@@ -1926,6 +1949,7 @@ members_done:
             s->codes[k][r] = code;
         }
         if (recognized) s->known_categories[category] = s->codes[S_CAT][r] + 1;
+        count_row(s, f, s->codes[S_CAT][r]);
     }
     if ((rc = add_text(s, row, F_PID, pid_text)) != OK) return rc;
     if ((rc = add_text(s, row, F_TID, tid_text)) != OK) return rc;
@@ -2238,7 +2262,8 @@ static PyObject *column_buffers(void **columns, int n, size_t rows, size_t size)
 static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_string) {
     Interner interners[N_EVENT_STRINGS], numbers; /* the op strings' interners follow the rows' */
     PyObject *result = NULL, *codes_object = NULL, *floats_object = NULL, *op_strings = NULL, *op_rows = NULL,
-             *op_floats = NULL, *op_codes_object = NULL, *sparse_rows = NULL, *sparse_floats = NULL;
+             *op_floats = NULL, *op_codes_object = NULL, *sparse_rows = NULL, *sparse_floats = NULL,
+             *row_counts = NULL;
     int32_t *op_codes = NULL;
     size_t rows = s->rows, ops = s->n_ops, sparse = s->n_sparse;
 
@@ -2277,6 +2302,9 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     }
     for (size_t t = 0; t < s->n_texts; t++) {
         NumberText *text = &s->texts[t];
+        /* a row's ts, correlation or pid set here (a deferred number, a pid written as text): not counted */
+        if (text->row >= 0 && (text->field == F_TS || text->field == F_CORRELATION || text->field == F_PID))
+            s->uncounted = 1;
         double unused, *slot = text->row < 0                ? &unused
                                : text->field < N_ROW_FLOATS ? &s->floats[text->field][text->row]
                                : text->field < N_FLOATS
@@ -2314,7 +2342,18 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
     op_floats = PyBytes_FromStringAndSize((const char *)s->op_floats, (Py_ssize_t)(ops * N_OP_FLOATS * sizeof(double)));
     op_codes_object = PyBytes_FromStringAndSize((const char *)op_codes, (Py_ssize_t)(ops * N_OP_STRINGS * sizeof(int32_t)));
     if (op_rows == NULL || op_floats == NULL || op_codes_object == NULL) goto fail;
-    result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O}",
+    if (s->uncounted || rows >= UINT32_MAX) { /* (the packed counts hold fewer than 2^32 rows) */
+        row_counts = Py_NewRef(Py_None);
+    } else { /* counted_sizes' counts: the rows by category code + 1, then those with a correlation and a pid */
+        row_counts = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(2 * sizeof s->category_counts));
+        if (row_counts == NULL) goto fail;
+        int64_t *counted = (int64_t *)PyBytes_AS_STRING(row_counts);
+        for (int k = 0; k < N_COUNTED_CATEGORIES; k++) {
+            counted[k] = (int64_t)(s->category_counts[k] & UINT32_MAX);
+            counted[N_COUNTED_CATEGORIES + k] = (int64_t)(s->category_counts[k] >> 32);
+        }
+    }
+    result = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:n,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:d}",
                            "complete", (long long)s->counts[PH_COMPLETE], "flow", (long long)s->counts[PH_FLOW],
                            "instant", (long long)s->counts[PH_INSTANT],
                            "metadata", (long long)s->counts[PH_METADATA],
@@ -2324,7 +2363,8 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
                            "sync_kinds", interners[S_SYNC_KIND].values, "op_rows", op_rows,
                            "op_floats", op_floats, "op_codes", op_codes_object, "op_strings", op_strings,
                            "sparse_rows", PyTuple_GET_ITEM(sparse_rows, 0),
-                           "sparse_floats", PyTuple_GET_ITEM(sparse_floats, 0));
+                           "sparse_floats", PyTuple_GET_ITEM(sparse_floats, 0), "row_counts", row_counts,
+                           "max_abs_ts", s->max_abs_ts);
     goto done;
 decline:
     result = Py_NewRef(Py_None);
@@ -2341,6 +2381,7 @@ done:
     Py_XDECREF(op_codes_object);
     Py_XDECREF(sparse_rows);
     Py_XDECREF(sparse_floats);
+    Py_XDECREF(row_counts);
     for (int k = 0; k < N_EVENT_STRINGS; k++) interner_free(&interners[k]);
     interner_free(&numbers);
     return result;
@@ -2848,6 +2889,49 @@ static PyObject *prepared_sizes_py(PyObject *module, PyObject *args) {
     return Py_BuildValue("(nn)", n_gpu, n_launches);
 }
 
+/* counted_sizes(row_counts, max_abs_ts, kind_table, kind_flags, max_time_us): prepared_sizes' result from the
+ * counts scan_events kept as it stored the rows (its "row_counts", "max_abs_ts"), without a pass over the rows:
+ * (gpu rows, launches), or None where a row is dropped (a category not a timeline event's, a ts off the
+ * timeline). */
+static PyObject *counted_sizes_py(PyObject *module, PyObject *args) {
+    Py_buffer counts, table, flags;
+    double max_abs_ts, max_time_us;
+    PyObject *result = NULL;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "y*dy*y*d:counted_sizes", &counts, &max_abs_ts, &table, &flags, &max_time_us))
+        return NULL;
+    const int64_t *rows = counts.buf, *linked = rows + N_COUNTED_CATEGORIES;
+    const int8_t *kind_of = table.buf;
+    const unsigned char *flags_of = flags.buf;
+    Py_ssize_t n_gpu = 0, n_launches = 0, any = 0;
+    int outcome = 0;
+    if (counts.len != (Py_ssize_t)(2 * N_COUNTED_CATEGORIES * sizeof(int64_t)) || table.len < 1) {
+        PyErr_SetString(PyExc_ValueError, "counted_sizes: scan_events' row_counts and a kind table expected");
+        goto done;
+    }
+    for (Py_ssize_t at = 0; at < N_COUNTED_CATEGORIES && outcome == 0; at++) {
+        if (rows[at] == 0) continue;
+        any += rows[at];
+        if (at > table.len - 1) { outcome = -2; break; } /* code at - 1 beyond the table's categories */
+        int k = kind_of[at == 0 ? table.len - 1 : at - 1]; /* code -1 (at 0) takes the last entry */
+        if (k < 0) outcome = -1;
+        else if (k >= flags.len) outcome = -2;
+        else {
+            n_gpu += (flags_of[k] & KIND_NOT_HOST) ? (Py_ssize_t)rows[at] : 0;
+            n_launches += (flags_of[k] & KIND_LAUNCH) ? (Py_ssize_t)linked[at] : 0;
+        }
+    }
+    if (outcome == 0 && any > 0 && !(max_abs_ts < max_time_us)) outcome = -1;
+    if (outcome == -2) PyErr_SetString(PyExc_ValueError, "counted_sizes: a category code or kind outside its table");
+    else if (outcome == -1) result = Py_NewRef(Py_None);
+    else result = Py_BuildValue("(nn)", n_gpu, n_launches);
+done:
+    PyBuffer_Release(&counts);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&flags);
+    return result;
+}
+
 /* prepare_scanned's optional last argument: the steps a block's names decide (name_kinds), done in the same
  * pass: each name's bits (and a last entry for rows without a name), the kind tables of a step-marker and of a
  * driver name, which kinds are launch-side, and the outputs kind_valid (a byte per row) and launch_names (a
@@ -3143,6 +3227,10 @@ done:
 }
 
 static PyMethodDef methods[] = {
+    {"counted_sizes", counted_sizes_py, METH_VARARGS,
+     "counted_sizes(row_counts, max_abs_ts, kind_table, kind_flags, max_time_us)\n"
+     "prepared_sizes' (gpu rows, launches) from scan_events' row_counts and max_abs_ts (not None), without a\n"
+     "pass over the rows; None where a row is dropped."},
     {"prepared_sizes", prepared_sizes_py, METH_VARARGS,
      "prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us)\n"
      "    -> (gpu_rows, launches) | None\n\n"

@@ -131,6 +131,8 @@ def used_codes(
     all of them (``codes`` itself is returned where every value is used)."""
     if rows is not None:
         codes = np.take(codes, rows)
+    if not values:  # no strings (a block without sync kinds, say): every code is -1, nothing to count
+        return codes, values
     used = np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(values)))
     if used.size == len(values):
         return codes, values

@@ -232,7 +232,12 @@ def op_record_columns(rows: np.ndarray | None, scanned: dict[str, Any]) -> dict[
         local = local[records]
     texts: dict[str, tuple[np.ndarray, Sequence[str | None]]] = {}
     for i, name in enumerate(NATIVE_OP_STRINGS):
-        found, values = used_codes(codes[:, i], scanned["op_strings"][i], records)
+        # every record kept (records None): each of the field's strings is some record's (the scanner interns the
+        # records' only), so used_codes would give the codes back as they are: not counted (~2 ms a 406 MB load)
+        if records is None:
+            found, values = codes[:, i], scanned["op_strings"][i]
+        else:
+            found, values = used_codes(codes[:, i], scanned["op_strings"][i], records)
         texts[name] = (found, [canonical_json(v) for v in values] if name in OP_JSON else values)
     numbers = {
         name: floats[:, i] if records is None else floats[records, i]
@@ -304,7 +309,13 @@ def _sizes(scanned: dict[str, Any]) -> tuple[int, int] | None:
     module = scanner()
     if scanned["rows"] == 0 or not hasattr(module, "prepared_sizes"):
         return None
-    sizes: tuple[int, int] | None = module.prepared_sizes(*_sources(scanned))
+    sizes: tuple[int, int] | None
+    counts = scanned.get("row_counts")  # counted by the scanner as it stored the rows: no pass over them
+    if counts is not None and hasattr(module, "counted_sizes"):
+        table = kind_table(scanned["categories"])
+        sizes = module.counted_sizes(counts, scanned["max_abs_ts"], table, KIND_FLAGS, MAX_TIME_US)
+    else:  # (a ts, correlation or pid set by the scanner's second phase; a build without the counts)
+        sizes = module.prepared_sizes(*_sources(scanned))
     return sizes
 
 
