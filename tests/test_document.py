@@ -147,3 +147,39 @@ def test_traces_are_not_taken_for_documents(tmp_path: Path) -> None:
     assert not looks_like_document(odd)
     with pytest.raises(InputError):
         tracelens.load_document(FIXTURES / "kineto" / kineto[0].name)
+
+
+# Saved documents edited or damaged deep inside a section (found by editing saved documents, 2026-11-28: each
+# stopped the commands that read the field with an internal error, exit 3): bad input, one line naming the
+# file, exit 2. A command that does not read the field (diff compares other figures) just works.
+EDITS = {
+    "kernel entry emptied": lambda d: d["kernels"]["by_name"].__setitem__(0, {}),
+    "step count null": lambda d: d["summary"]["steps"].__setitem__("count", None),
+    "kernel time a string": lambda d: d["kernels"].__setitem__("total_ns", "x"),
+    "no summary, a device's span a string": lambda d: (
+        d.pop("summary"),
+        d["devices"][0].__setitem__("span_ns", "x"),
+    ),
+}
+FAILING = [
+    (edit, command)
+    for edit in sorted(EDITS)
+    for command in ("report", "analyze", "diff")
+    if command != "diff" or edit in ("kernel entry emptied", "no summary, a device's span a string")
+]
+
+
+@pytest.mark.parametrize(("edit", "command"), FAILING)
+def test_an_edited_saved_document_is_one_line_and_exit_2(
+    edit: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(_save(DEMO, tmp_path / "demo.json").read_text())
+    EDITS[edit](doc)
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    capsys.readouterr()
+    args = [str(DEMO), str(edited)] if command == "diff" else [str(edited), "-o", str(tmp_path / "out.md")]
+    assert main([command, *args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(edited) in err and "damaged or edited" in err
+    assert "internal error" not in err

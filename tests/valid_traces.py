@@ -3,8 +3,12 @@
 A :class:`Scenario` says what a profiler recorded, in one format-free form: host threads running framework
 ops, launch calls and annotations, and the GPU work those launches queued (kernels, copies, memsets, CUDA-graph
 replays), over any combination real traces show (no framework ops, kernels without launches, launches without
-kernels, copies or memsets only, graph launches, several devices and streams, steps or none, shapes with and
-without a FLOP model, modules with and without launches, NCCL only, ROCm names, NVTX only). :func:`scenarios`
+kernels, copies or memsets only, graph launches (a few kernels or dozens, on one stream or several), several
+devices and streams, kernels starting at one instant on several streams, GPU work before the host's first record
+or after its last, zero-length ops and ranges, 0-byte copies, a device with only memsets, stream, event and
+device synchronizations with or without their GPU-side records, event waits, correlation ids near 2**31, 2**32
+and above, colliding between two processes, steps or none, shapes with and without a FLOP model, modules with
+and without launches, NCCL only, ROCm names, NVTX only). :func:`scenarios`
 is the hypothesis strategy; :func:`write_kineto`, :func:`write_nsys` and :func:`write_xplane` write one
 scenario in each format, built here by hand (JSON, SQL, protobuf wire via ``test_xplane_helpers``),
 independently of the readers.
@@ -68,6 +72,7 @@ class GpuOp:
     bytes: int = 0
     copy: str = "HtoD"  # MEMCPY: HtoD, DtoH, DtoD
     graph: bool = False
+    process: int = 0  # 1: launched by the second process (Nsight: its globalPid)
 
 
 @dataclass
@@ -80,6 +85,22 @@ class HostEvent:
     correlation: int | None = None
     dims: list[Any] | None = None
     flops: int | None = None
+
+
+@dataclass
+class GpuSync:
+    """A GPU-side record of a synchronization (Kineto cuda_sync, Nsight SYNCHRONIZATION), tied to its host call
+    by the correlation id."""
+
+    kind: str  # "stream_sync", "event_sync", "stream_wait_event", "context_sync"
+    device: int
+    stream: int
+    start: int
+    dur: int
+    correlation: int | None
+    wait_on_stream: int | None = None  # stream_wait_event: the stream the event was recorded on
+    record_correlation: int | None = None  # event_sync, stream_wait_event: the cudaEventRecord call's id
+    process: int = 0  # 1: called by the second process
 
 
 @dataclass
@@ -98,11 +119,14 @@ class Scenario:
     extras: bool = False
     # xplane: an "XLA Ops" line per device repeating each kernel as an HLO op, with a flops stat on some
     xla_ops: bool = False
+    # Nsight: API names with their version suffix (cudaLaunchKernel_v7000), as exports from 2024 on write them
+    versioned_names: bool = False
     # Kineto: absolute epoch timestamps (2021-2023 traces), the second thread in another process
     epoch: bool = False
     two_processes: bool = False
     host: list[HostEvent] = field(default_factory=list)
     gpu: list[GpuOp] = field(default_factory=list)
+    syncs: list[GpuSync] = field(default_factory=list)
 
     @property
     def kernels(self) -> list[GpuOp]:
@@ -128,6 +152,10 @@ UNITS = [
     "sync",
     "annotation",
     "gap",
+    "concurrent",
+    "stream_sync",
+    "event_sync",
+    "event_wait",
 ]
 
 
@@ -136,7 +164,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     rocm = draw(st.booleans())
     n_devices = draw(st.integers(1, 3))
     devices = sorted(draw(st.sets(st.integers(0, 7), min_size=n_devices, max_size=n_devices)))
-    streams = draw(st.lists(st.sampled_from([7, 13, 20, 21]), min_size=1, max_size=3, unique=True))
+    # 0: the legacy default stream; 2**32 - 1: a stream id at the top of Nsight's uint32 range
+    streams = draw(
+        st.lists(st.sampled_from([7, 13, 20, 21, 0, 2**32 - 1]), min_size=1, max_size=3, unique=True)
+    )
     scen = Scenario(
         rocm=rocm,
         devices=devices,
@@ -146,24 +177,36 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         fractional=draw(st.booleans()),
         extras=draw(st.booleans()),
         xla_ops=draw(st.booleans()),
+        versioned_names=draw(st.booleans()),
         epoch=draw(st.booleans()),
         two_processes=draw(st.booleans()),
     )
     units = draw(st.lists(st.sampled_from(UNITS), min_size=0, max_size=14))
     with_steps = draw(st.booleans())
     with_modules = draw(st.booleans())
-    threads = draw(st.sampled_from([[101], [101, 102]]))
+    # a thread id near Linux's pid_max (2**22)
+    threads = draw(st.sampled_from([[101], [101, 102], [101, 4194000]]))
     launch_api = "hipLaunchKernel" if rocm else draw(st.sampled_from(["cudaLaunchKernel", "cuLaunchKernel"]))
     kernel_names = ROCM_KERNELS if rocm else CUDA_KERNELS
+    # A device that only ever gets memsets (a buffer zeroed on a spare GPU), beside the devices doing the work.
+    memset_devices = devices
+    if len(devices) > 1 and draw(st.integers(0, 3)) == 0:
+        memset_devices, devices = devices[-1:], devices[:-1]
     stream_free: dict[tuple[int, int], int] = {}
-    cursor = {tid: 10 for tid in threads}
-    corr = [1000]
+    # 600: the host's first record comes after GPU work already running (kernels with no launch)
+    cursor = {tid: draw(st.sampled_from([10, 600])) for tid in threads}
+    # Correlation ids from 1000, or near 2**31 / 2**32 (CUPTI's are uint32) / far above (xplane's are 64-bit).
+    first_id = draw(st.sampled_from([1000, 2**31 - 8, 2**32 - 8, 2**40]))
+    # Two processes number their launches each from the same start (CUPTI's ids are per process): ids collide.
+    collide = scen.two_processes and len(threads) > 1 and draw(st.booleans())
+    corr = {tid: [first_id] for tid in threads} if collide else dict.fromkeys(threads, [first_id])
     boundaries = [0]  # times between units on the first thread: where a step may end
 
     def gpu(
         kind: str, name: str, launched_at: int | None, on: tuple[int, int] | None = None, **kw: Any
     ) -> GpuOp:
-        device, stream = on or (draw(st.sampled_from(devices)), draw(st.sampled_from(streams)))
+        pool = memset_devices if kind == MEMSET else devices
+        device, stream = on or (draw(st.sampled_from(pool)), draw(st.sampled_from(streams)))
         # -3: clocks skewed, the GPU op starts just before its launch call returns (seen in real traces)
         at = (launched_at if launched_at is not None else draw(st.integers(0, 400))) + draw(
             st.integers(-3, 30)
@@ -175,20 +218,25 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         scen.gpu.append(op)
         return op
 
+    def next_id(tid: int) -> int:
+        counter = corr[tid]
+        counter[0] += 1
+        return counter[0]
+
     def launch(tid: int, t: int, api: str) -> tuple[int, int]:
-        corr[0] += 1
+        c = next_id(tid)
         dur = draw(st.integers(0, 8))
         # a launch whose correlation id the profiler lost: its GPU op has none either
         lost = draw(st.integers(0, 9)) == 0
-        scen.host.append(HostEvent("launch", api, tid, t, dur, correlation=None if lost else corr[0]))
-        return (None if lost else corr[0]), t + dur
+        scen.host.append(HostEvent("launch", api, tid, t, dur, correlation=None if lost else c))
+        return (None if lost else c), t + dur
 
     def copy_op(tid: int, t: int) -> int:
         direction = draw(st.sampled_from(["HtoD", "DtoH", "DtoD", "PtoP"]))
         blocking = draw(st.booleans())  # cudaMemcpy: the call returns after the copy
         api = "hipMemcpyWithStream" if rocm else ("cudaMemcpy" if blocking else "cudaMemcpyAsync")
         c, end = launch(tid, t, api)
-        op = gpu(MEMCPY, f"Memcpy {direction}", t, bytes=draw(st.integers(1, 1 << 26)), copy=direction)
+        op = gpu(MEMCPY, f"Memcpy {direction}", t, bytes=draw(st.integers(0, 1 << 26)), copy=direction)
         op.correlation = c
         if blocking:
             call = scen.host[-1] if scen.host[-1].kind == "launch" else None
@@ -200,6 +248,7 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     for unit in units:
         tid = draw(st.sampled_from(threads))
         t0 = t = cursor[tid]
+        first_op, first_sync = len(scen.gpu), len(scen.syncs)
         if unit in ("op_kernels", "op_no_launch"):
             modelled = draw(st.booleans())
             table = MODELLED_OPS if modelled else UNMODELLED_OPS
@@ -211,21 +260,44 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             for _ in range(n):
                 c, inner_t = launch(tid, inner_t + 1, launch_api)
                 gpu(KERNEL, draw(st.sampled_from(kernel_names)), inner_t).correlation = c
-            # rounding in real traces: the last call inside may end just after its op (crossing, not nested)
+            # rounding in real traces: the last call inside may end just after its op (crossing, not nested);
+            # an op with nothing inside may last 0 µs
             op_end = inner_t - 1 if n and draw(st.integers(0, 4)) == 0 else inner_t + 3
+            if not n and draw(st.integers(0, 3)) == 0:
+                op_end = t
             scen.host.append(HostEvent("op", name, tid, t, op_end - t, dims=dims, flops=flops))
             t = max(op_end, inner_t)
         elif unit == "graph":
             c, t = launch(tid, t, "hipGraphLaunch" if rocm else "cudaGraphLaunch")
-            on = (draw(st.sampled_from(devices)), draw(st.sampled_from(streams)))  # one graph, one stream
-            for _ in range(draw(st.integers(1, 4))):
-                op = gpu(KERNEL, draw(st.sampled_from(kernel_names)), t, on, graph=True)
+            device = draw(st.sampled_from(devices))
+            # a graph on one stream, or with parallel branches (its kernels spread over the streams); a few
+            # kernels per replay, or many (a whole captured step)
+            branches = draw(st.booleans())
+            n = draw(st.integers(1, 4)) if draw(st.integers(0, 4)) else draw(st.integers(5, 40))
+            on = (device, draw(st.sampled_from(streams)))
+            for _ in range(n):
+                where = (device, draw(st.sampled_from(streams))) if branches else on
+                op = gpu(KERNEL, draw(st.sampled_from(kernel_names)), t, where, graph=True)
                 op.correlation = c
+        elif unit == "concurrent":
+            # one launch per stream, the kernels starting at the same instant on every stream of one device
+            device = draw(st.sampled_from(devices))
+            calls = []
+            for stream in streams:
+                c, t = launch(tid, t, launch_api)
+                calls.append((stream, c))
+            at = max([t, *(stream_free.get((device, s), 0) for s in streams)])
+            for stream, c in calls:
+                dur = draw(st.sampled_from([0, 5, 40]))
+                stream_free[(device, stream)] = at + dur
+                scen.gpu.append(
+                    GpuOp(KERNEL, draw(st.sampled_from(kernel_names)), device, stream, at, dur, c)
+                )
         elif unit == "copy":
             t = copy_op(tid, t)
         elif unit == "memset":
             c, t = launch(tid, t, "hipMemsetAsync" if rocm else "cudaMemsetAsync")
-            gpu(MEMSET, "Memset (Device)", t, bytes=draw(st.integers(1, 1 << 20))).correlation = c
+            gpu(MEMSET, "Memset (Device)", t, bytes=draw(st.integers(0, 1 << 20))).correlation = c
         elif unit == "kernel_no_launch":
             gpu(KERNEL, draw(st.sampled_from(kernel_names)), None)
         elif unit == "launch_no_gpu":
@@ -234,7 +306,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
             c, t = launch(tid, t, launch_api)
             gpu(KERNEL, draw(st.sampled_from(NCCL_KERNELS)), t).correlation = c
         elif unit == "sync":
-            dur = draw(st.integers(1, 300))
+            dur = draw(st.integers(0, 300))
+            # no correlation id (older traces), or one with the device's Context Sync record at the call's end
+            c = next_id(tid) if draw(st.booleans()) else None
             scen.host.append(
                 HostEvent(
                     "sync",
@@ -242,12 +316,53 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                     tid,
                     t,
                     dur,
-                    correlation=None,
+                    correlation=c,
                 )
             )
+            if c is not None and scen.gpu:
+                device = draw(st.sampled_from(sorted({g.device for g in scen.gpu})))
+                scen.syncs.append(GpuSync("context_sync", device, -1, t + max(dur - 2, 0), min(dur, 2), c))
+            t += dur
+        elif unit in ("stream_sync", "event_sync", "event_wait"):
+            # cudaStreamSynchronize; cudaEventRecord then cudaEventSynchronize; cudaEventRecord then
+            # cudaStreamWaitEvent (another stream waits for the event): each with its GPU-side record or not
+            used = sorted({(g.device, g.stream) for g in scen.gpu})
+            device, stream = draw(st.sampled_from(used)) if used else (devices[0], streams[0])
+            prefix = "hip" if rocm else "cuda"
+            record = None
+            if unit != "stream_sync":
+                record, t = launch(tid, t, f"{prefix}EventRecord")
+            api = {
+                "stream_sync": "StreamSynchronize",
+                "event_sync": "EventSynchronize",
+                "event_wait": "StreamWaitEvent",
+            }
+            c = next_id(tid)
+            waited = max(stream_free.get((device, stream), 0) - t, 0) if unit != "event_wait" else 0
+            dur = waited + draw(st.integers(0, 8))
+            scen.host.append(HostEvent("sync", prefix + api[unit], tid, t, dur, correlation=c))
+            if used and draw(st.booleans()):
+                kind = {
+                    "stream_sync": "stream_sync",
+                    "event_sync": "event_sync",
+                    "event_wait": "stream_wait_event",
+                }
+                on = draw(st.sampled_from(streams)) if unit == "event_wait" else stream
+                scen.syncs.append(
+                    GpuSync(
+                        kind[unit],
+                        device,
+                        on,
+                        t + max(dur - 2, 0),
+                        min(dur, 2),
+                        c,
+                        wait_on_stream=stream if unit == "event_wait" else None,
+                        record_correlation=record,
+                    )
+                )
             t += dur
         elif unit == "annotation":
-            dur = draw(st.integers(1, 50))
+            dur = draw(st.integers(0, 50))
             scen.host.append(
                 HostEvent("annotation", draw(st.sampled_from(["forward", "backward", "data"])), tid, t, dur)
             )
@@ -266,9 +381,28 @@ def scenarios(draw: st.DrawFn) -> Scenario:
                 )
             )
             t += 1
+        if scen.two_processes and tid != threads[0]:
+            for op in scen.gpu[first_op:]:
+                op.process = 1
+            for sync in scen.syncs[first_sync:]:
+                sync.process = 1
         cursor[tid] = t + draw(st.integers(1, 20))
         if tid == threads[0]:
             boundaries.append(cursor[tid] - 1)
+    if draw(st.integers(0, 4)) == 0:
+        # GPU work still running after the host's last record (no launch: before the profiler's window)
+        host_end = max((h.start + h.dur for h in scen.host), default=0)
+        for _ in range(draw(st.integers(1, 3))):
+            kind = draw(st.sampled_from([KERNEL, MEMCPY, MEMSET]))
+            name = (
+                draw(st.sampled_from(kernel_names))
+                if kind == KERNEL
+                else {MEMCPY: "Memcpy DtoH", MEMSET: "Memset (Device)"}[kind]
+            )
+            extra = {"bytes": draw(st.integers(0, 4096))} if kind != KERNEL else {}
+            if kind == MEMCPY:
+                extra["copy"] = "DtoH"
+            gpu(kind, name, host_end + draw(st.integers(1, 500)), **extra)
     if with_steps and scen.host:
         # Steps: consecutive ranges on the first thread around whole units, the last to the end of the host work.
         end = max(h.start + h.dur for h in scen.host) + 1
@@ -435,7 +569,7 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
                     }
                     for d, st_ in gpus
                 )
-            elif h.kind == "sync" and gpus:
+            elif h.kind == "sync" and h.name.endswith("DeviceSynchronize") and h.correlation is None and gpus:
                 d, st_ = gpus[0]
                 events.append(
                     {
@@ -449,6 +583,39 @@ def kineto_document(scen: Scenario) -> dict[str, Any]:
                         "args": {"device": d, "stream": -1, "cuda_sync_kind": "Device Synchronize"},
                     }
                 )
+    sync_names = {
+        "stream_sync": "Stream Sync",
+        "event_sync": "Event Sync",
+        "stream_wait_event": "Stream Wait Event",
+        "context_sync": "Context Sync",
+    }
+    for s in scen.syncs if not old else []:
+        # a context sync: thread -1 and stream 2**32 - 1 (as CUPTI writes "no stream")
+        stream = 2**32 - 1 if s.kind == "context_sync" else s.stream
+        sync_args: dict[str, Any] = {
+            ext: s.correlation,
+            "cuda_sync_kind": sync_names[s.kind],
+            "stream": stream,
+            "correlation": s.correlation,
+            "device": s.device,
+            "context": 1,
+        }
+        if s.wait_on_stream is not None:
+            sync_args["wait_on_stream"] = s.wait_on_stream
+        if s.record_correlation is not None:
+            sync_args["wait_on_cuda_event_record_corr_id"] = s.record_correlation
+        events.append(
+            {
+                "ph": "X",
+                "cat": "cuda_sync",
+                "name": sync_names[s.kind],
+                "pid": s.device,
+                "tid": -1 if s.kind == "context_sync" else s.stream,
+                "ts": ts(s.start),
+                "dur": s.dur,
+                "args": sync_args,
+            }
+        )
     doc: dict[str, Any] = {"schemaVersion": 1, "traceEvents": events}
     if scen.device_props and not old:
         doc["deviceProperties"] = [
@@ -495,6 +662,9 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (start INTEGER NOT NULL, end INTEGER NOT
 CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER,
     contextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER, value INTEGER,
     bytes INTEGER, memKind INTEGER);
+CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end INTEGER NOT NULL,
+    deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER,
+    globalPid INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL, eventSyncId INTEGER);
 CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER,
     globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER);
 CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,
@@ -536,7 +706,7 @@ def write_nsys(scen: Scenario, folder: Path, *, gpu_tables: bool = True) -> Path
             1,
             g.stream,
             g.correlation,
-            _GLOBAL_PID,
+            _GLOBAL_PID + (g.process << 24),
         )
         if g.kind == KERNEL:
             db.execute(
@@ -573,15 +743,33 @@ def write_nsys(scen: Scenario, folder: Path, *, gpu_tables: bool = True) -> Path
                 "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (*common, 0, g.bytes, 2),
             )
+    sync_type = {"event_sync": 1, "stream_wait_event": 2, "stream_sync": 3, "context_sync": 4}
+    for s in scen.syncs if gpu_tables else []:
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                _T0 + s.start * _NS,
+                _T0 + (s.start + s.dur) * _NS,
+                s.device,
+                1,
+                2**32 - 1 if s.kind == "context_sync" else s.stream,
+                s.correlation,
+                _GLOBAL_PID + (s.process << 24),
+                sync_type[s.kind],
+                7 if s.record_correlation is not None else 0,
+                s.record_correlation,
+            ),
+        )
     for h in scen.host:
         start, end = _T0 + h.start * _NS, _T0 + (h.start + h.dur) * _NS
         gtid = _GLOBAL_PID + (1 << 24 if scen.two_processes and h.tid != 101 else 0) + h.tid
         if h.kind in ("launch", "sync"):
             # eventClass 0: runtime; 1: driver (cu* calls)
             driver = h.name.startswith("cu") and not h.name.startswith("cuda")
+            name = f"{h.name}_v{7000 + len(h.name)}" if scen.versioned_names else h.name
             db.execute(
                 "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,0)",
-                (start, end, 1 if driver else 0, gtid, h.correlation or 0, sid(h.name)),
+                (start, end, 1 if driver else 0, gtid, h.correlation or 0, sid(name)),
             )
         else:
             text = h.name

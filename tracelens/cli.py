@@ -7,12 +7,13 @@ Errors are caught in one place, :func:`main`, which prints one line and returns 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import glob
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -51,6 +52,28 @@ def _write_report(
     for figure in pngs:
         figure.path.write_bytes(figure.data)
     _write_output(text, output)
+
+
+@contextlib.contextmanager
+def _saved_documents_checked(paths: Sequence[str]) -> Iterator[None]:
+    """Rendering or comparing a document saved with ``analyze --format json`` and damaged or edited since (a
+    field removed or of another type deep in a section) is bad input: one line naming the file, exit 2, not an
+    internal error. Where no input is a saved document the error stays what it is (a trace's own analysis
+    renders whatever the trace: an error there is a bug)."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        from .document import looks_like_document
+
+        saved = [p for p in paths if looks_like_document(p)]
+        if not saved:
+            raise
+        from .errors import InputError
+
+        raise InputError(
+            f"a saved analysis document tracelens cannot render: damaged or edited ({type(err).__name__}: {err})",
+            path=" or ".join(saved),
+        ) from None
 
 
 def load_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -144,7 +167,8 @@ def analyze(
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
         doc, failures = _analyze_one(paths[0], run_name=run_name), []
-    _write_report(doc, fmt, output, plots=not no_plots, png=png, full_names=full_names)
+    with _saved_documents_checked(paths):
+        _write_report(doc, fmt, output, plots=not no_plots, png=png, full_names=full_names)
     _raise_partial_failure(doc, failures)
 
 
@@ -283,7 +307,8 @@ def report(
     one trace per rank, or a document saved with analyze --format json)."""
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
     doc, failures = _document(path, run_name=run_name)
-    _write_report(cast("Document", doc), fmt, output, plots=not no_plots, png=png)
+    with _saved_documents_checked([path]):
+        _write_report(cast("Document", doc), fmt, output, plots=not no_plots, png=png)
     _raise_partial_failure(doc, failures)
 
 
@@ -370,9 +395,11 @@ def diff(
 
     fmt = fmt or format_for_path(output)
     (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
-    result = compare(cast("Document", base_doc), cast("Document", head_doc))
-    width = terminal_width(sys.stdout if output in (None, "-") else None)
-    _write_output(render_diff(result, fmt, width=width, full_names=full_names), output)
+    with _saved_documents_checked([base, head]):
+        result = compare(cast("Document", base_doc), cast("Document", head_doc))
+        width = terminal_width(sys.stdout if output in (None, "-") else None)
+        text = render_diff(result, fmt, width=width, full_names=full_names)
+    _write_output(text, output)
     if fail_on_regression is not None:
         from .errors import RegressionError
 

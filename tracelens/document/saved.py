@@ -99,5 +99,13 @@ def load_document(path: str | os.PathLike[str]) -> Document:
     if not is_document(value):
         raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
     if not is_current_summary(value.get("summary")):
-        value["summary"] = summarize(value)
+        try:
+            value["summary"] = summarize(value)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+            # a section edited or damaged since it was saved: bad input, not an internal error
+            raise InputError(
+                f"a saved analysis document whose summary cannot be computed: damaged or edited "
+                f"({type(err).__name__}: {err})",
+                path=p,
+            ) from None
     return cast("Document", value)

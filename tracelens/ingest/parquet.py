@@ -16,8 +16,25 @@ from ..trace import COLUMNS_ADDED_SINCE_1_0, DEVICE_SCHEMA, EVENT_SCHEMA, Trace,
 def read(path: Path, **_: Any) -> Trace:
     try:
         table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise InputError(f"unreadable Parquet ({err})", path=path) from None
+    except (pa.ArrowException, OSError) as err:
+        raise InputError(f"unreadable Parquet ({_one_line(err)})", path=path) from None
+    try:
+        # pyarrow reads a damaged dictionary index as it is: checked here, not as an IndexError in an analysis
+        # (~7 ns a row, ~2% of the read)
+        table.validate(full=True)
+        return _trace(table, path)
+    except (ValueError, pa.ArrowException) as err:
+        # damage the footer's own checks let through: a column name that is not UTF-8, metadata that is not
+        # JSON (both ValueError), a column that does not cast to its type, values out of their bounds
+        raise InputError(f"damaged tracelens Parquet ({_one_line(err)})", path=path) from None
+
+
+def _one_line(err: Exception) -> str:
+    # pyarrow's messages span lines (a damaged page header: three); the CLI's error is one
+    return " ".join(str(err).split())
+
+
+def _trace(table: pa.Table, path: Path) -> Trace:
     meta = table.schema.metadata or {}
     if b"tracelens.metadata" not in meta:
         raise InputError("Parquet file was not written by tracelens (no tracelens metadata)", path=path)
