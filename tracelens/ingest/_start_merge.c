@@ -10,6 +10,12 @@
  * and ordered as (start, row): their merge is exactly the stable order of all rows. No array besides the two
  * outputs: the table build is short of cached pages here (memory.py), a fresh page costs more than the sort.
  *
+ * A GPU row's key holds its index among the GPU rows (j: gpu_rows[j] is its row) instead of its row as pack
+ * writes it: the GPU rows ascend, so (start, j) orders them as (start, row) does. Before the walk, merge notes
+ * each sorted GPU key's j (``kept``) and turns the key back into (start, row); the walk writes where each GPU
+ * row lands (``at``, ascending) as it takes it: the GPU rows placed in table order (placing.in_table_order)
+ * without a pass over the table.
+ *
  * In place: a kind's unread keys lie at or after the position written next (the host keys fill [g, n) of
  * ``order`` and g GPU rows come before them at most; the GPU keys [n - g, n) of ``relative``, likewise). */
 #define PY_SSIZE_T_CLEAN
@@ -30,8 +36,8 @@ static int get(PyObject *obj, Py_buffer *view, int writable, const char *what) {
     return 0;
 }
 
-/* pack(start, gpu_rows, order, relative, shift) -> origin or None: the keys (above) of the rows not in gpu_rows
- * into order[g:] and of the GPU rows into relative[n - g:], each kind in row order; None (nothing meant) where
+/* pack(start, gpu_rows, order, relative, shift) -> origin or None: the keys (above: a GPU row's with its index j)
+ * of the rows not in gpu_rows into order[g:] and of the GPU rows into relative[n - g:], each kind in row order; None (nothing meant) where
  * gpu_rows is not strictly ascending within the rows, a row needs more than ``shift`` bits or the starts' span
  * more than 63 - shift. */
 static PyObject *pack(PyObject *self, PyObject *args) {
@@ -76,7 +82,7 @@ static PyObject *pack(PyObject *self, PyObject *args) {
             break;
         }
         for (; row < next; row++) host_keys[h++] = ((start[row] - origin) << shift) | row;
-        gpu_keys[j] = ((start[next] - origin) << shift) | next;
+        gpu_keys[j] = ((start[next] - origin) << shift) | j;
         row = next + 1;
     }
     for (; ok && row < n; row++) host_keys[h++] = ((start[row] - origin) << shift) | row;
@@ -87,60 +93,80 @@ done:
     return result;
 }
 
-/* merge(order, relative, gpu_count, shift): the host keys order[g:] and the GPU keys relative[n - g:], each sorted,
- * merged in place into order (each key's row) and relative (its start less the origin). */
+/* merge(order, relative, shift, gpu_rows, kept, at): the host keys order[g:] and the GPU keys relative[n - g:]
+ * (g: the GPU rows), each sorted, merged in place into order (each key's row) and relative (its start less the
+ * origin); the j-th GPU row taken lands at table row at[j] and is GPU row kept[j] (its index into gpu_rows). */
 static PyObject *merge(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *order_obj, *relative_obj;
-    Py_ssize_t g;
+    PyObject *objs[5];
     int shift;
-    if (!PyArg_ParseTuple(args, "OOni", &order_obj, &relative_obj, &g, &shift)) return NULL;
-    Py_buffer v[2];
-    if (get(order_obj, &v[0], 1, "order") < 0) return NULL;
-    if (get(relative_obj, &v[1], 1, "relative") < 0) {
-        PyBuffer_Release(&v[0]);
-        return NULL;
+    static const char *what[5] = {"order", "relative", "gpu_rows", "kept", "at"};
+    if (!PyArg_ParseTuple(args, "OOiOOO", &objs[0], &objs[1], &shift, &objs[2], &objs[3], &objs[4])) return NULL;
+    Py_buffer v[5];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 5; got++)
+        if (get(objs[got], &v[got], got != 2, what[got]) < 0) goto done;
+    int64_t n = v[0].len / 8, g = v[2].len / 8;
+    if (v[1].len / 8 != n || g > n || v[3].len / 8 != g || v[4].len / 8 != g || shift < 1 || shift > 62) {
+        PyErr_SetString(PyExc_ValueError, "merge: order and relative of one length, kept and at as long as gpu_rows");
+        goto done;
     }
-    int64_t n = v[0].len / 8;
-    if (v[1].len / 8 != n || g < 0 || g > n || shift < 1 || shift > 62) {
-        PyBuffer_Release(&v[0]);
-        PyBuffer_Release(&v[1]);
-        PyErr_SetString(PyExc_ValueError, "merge: order and relative of one length, gpu_count within it");
-        return NULL;
-    }
-    int64_t *order = v[0].buf, *relative = v[1].buf;
+    int64_t *order = v[0].buf, *relative = v[1].buf, *kept = v[3].buf, *at = v[4].buf;
+    const int64_t *rows = v[2].buf;
+    int bad = 0;
     Py_BEGIN_ALLOW_THREADS
     const int64_t mask = ((int64_t)1 << shift) - 1;
     int64_t nh = n - g, i = 0, j = 0, o = 0;
-    const int64_t *host = order + g, *gpu = relative + nh; /* read ahead of (or at) every write below */
-    while (i < nh && j < g) {
-        int64_t a = host[i], b = gpu[j];
-        int64_t key = b < a ? b : a;
-        i += b >= a;
-        j += b < a;
-        order[o] = key & mask;
-        relative[o++] = key >> shift;
+    int64_t *host = order + g, *gpu = relative + nh; /* read ahead of (or at) every write below */
+    /* The GPU keys, sorted by (start, index), become (start, row) keys, the same order (the GPU rows ascend):
+     * each one's index noted in kept, so that the merge below compares keys only (no row looked up there). */
+    for (int64_t k = 0; k < g; k++) {
+        int64_t index = gpu[k] & mask;
+        if ((uint64_t)index >= (uint64_t)g) { /* pack wrote every index below g; a caller's keys may not */
+            bad = 1;
+            break;
+        }
+        kept[k] = index;
+        gpu[k] = (gpu[k] & ~mask) | rows[index];
     }
-    for (; i < nh; i++, o++) {
-        int64_t key = host[i];
-        order[o] = key & mask;
-        relative[o] = key >> shift;
-    }
-    for (; j < g; j++, o++) {
-        int64_t key = gpu[j];
-        order[o] = key & mask;
-        relative[o] = key >> shift;
+    if (!bad) {
+        while (i < nh && j < g) {
+            int64_t a = host[i], b = gpu[j];
+            int64_t key = b < a ? b : a;
+            at[j] = o; /* (rewritten until the GPU key is taken) */
+            i += b >= a;
+            j += b < a;
+            order[o] = key & mask;
+            relative[o++] = key >> shift;
+        }
+        for (; i < nh; i++, o++) {
+            int64_t key = host[i];
+            order[o] = key & mask;
+            relative[o] = key >> shift;
+        }
+        for (; j < g; j++, o++) {
+            int64_t key = gpu[j];
+            order[o] = key & mask;
+            relative[o] = key >> shift;
+            at[j] = o;
+        }
     }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&v[0]);
-    PyBuffer_Release(&v[1]);
-    Py_RETURN_NONE;
+    if (bad)
+        PyErr_SetString(PyExc_ValueError, "merge: a GPU key's index past gpu_rows");
+    else
+        result = (Py_INCREF(Py_None), Py_None);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
 }
 
 static PyMethodDef methods[] = {
     {"pack", pack, METH_VARARGS,
      "pack(start, gpu_rows, order, relative, shift) -> origin or None: each kind's (start, row) keys"},
-    {"merge", merge, METH_VARARGS, "merge(order, relative, gpu_count, shift): both kinds' sorted keys, in place"},
+    {"merge", merge, METH_VARARGS,
+     "merge(order, relative, shift, gpu_rows, kept, at): both kinds' sorted keys, in place; the GPU rows placed"},
     {NULL, NULL, 0, NULL},
 };
 

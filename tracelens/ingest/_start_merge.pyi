@@ -5,4 +5,11 @@ import numpy as np
 def pack(
     start: np.ndarray, gpu_rows: np.ndarray, order: np.ndarray, relative: np.ndarray, shift: int
 ) -> int | None: ...
-def merge(order: np.ndarray, relative: np.ndarray, gpu_count: int, shift: int) -> None: ...
+def merge(
+    order: np.ndarray,
+    relative: np.ndarray,
+    shift: int,
+    gpu_rows: np.ndarray,
+    kept: np.ndarray,
+    at: np.ndarray,
+) -> None: ...
