@@ -21,6 +21,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -162,11 +163,165 @@ done:
     return result;
 }
 
+/* A C-contiguous float64 buffer (writable when asked). */
+static int get_floats(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    if (view->itemsize != 8 || !view->format || strcmp(view->format, "d")) {
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_TypeError, "%s: a contiguous float64 array expected", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* The int64 that float v is exactly, or 0 with *exact cleared (NaN, a fraction, beyond int64). */
+static inline int64_t exactly(double v, int *exact) {
+    if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) {
+        *exact = 0;
+        return 0;
+    }
+    int64_t x = (int64_t)v;
+    *exact = (double)x == v;
+    return x;
+}
+
+/* The Kineto launch index's correlation ids (ingest/kineto/placing.py: integer_ids, launch_pid), in one pass each
+ * instead of numpy's cast, comparison and gathers with their temporaries. */
+
+/* exact_int64(floats, out) -> bool: out[k] = floats[k] as int64 where every one is an integer int64 holds (True);
+ * False at the first that is not (out then partly written). */
+static PyObject *exact_int64(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *floats_obj, *out_obj;
+    if (!PyArg_ParseTuple(args, "OO", &floats_obj, &out_obj)) return NULL;
+    Py_buffer f, o;
+    if (get_floats(floats_obj, &f, 0, "floats") < 0) return NULL;
+    if (get(out_obj, &o, 1, "out") < 0) {
+        PyBuffer_Release(&f);
+        return NULL;
+    }
+    const int same = f.len == o.len;
+    int ok = same;
+    if (same) {
+        const double *src = f.buf;
+        int64_t *dst = o.buf, n = f.len / 8;
+        Py_BEGIN_ALLOW_THREADS
+        /* in chunks, each tested as a whole (a loop the compiler vectorizes), stopping after a failed chunk */
+        for (int64_t first = 0; first < n && ok; first += 4096) {
+            int64_t end = n - first < 4096 ? n : first + 4096;
+            int chunk_ok = 1;
+            for (int64_t k = first; k < end; k++) {
+                double v = src[k];
+                int in_range = (v >= -9223372036854775808.0) & (v < 9223372036854775808.0);
+                int64_t x = in_range ? (int64_t)v : 0;
+                chunk_ok &= in_range & ((double)x == v);
+                dst[k] = x;
+            }
+            ok = chunk_ok;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&f);
+    PyBuffer_Release(&o);
+    if (!same) {
+        PyErr_SetString(PyExc_ValueError, "exact_int64: out as long as floats");
+        return NULL;
+    }
+    return PyBool_FromLong(ok);
+}
+
+/* The first i in [0, n) with a[i] >= x (n where none), a ascending, searched outwards from ``hint`` (the previous
+ * needle's: the device rows' ids mostly ascend in table order) by doubling steps, then by bisection. */
+static int64_t lower_bound_near(const int64_t *a, int64_t n, int64_t x, int64_t hint) {
+    int64_t lo, hi;
+    if (hint < n && a[hint] < x) { /* after hint */
+        lo = hint + 1;
+        for (int64_t step = 1;; step <<= 1) {
+            int64_t probe = lo + step - 1;
+            if (probe >= n) {
+                hi = n;
+                break;
+            }
+            if (a[probe] >= x) {
+                hi = probe;
+                break;
+            }
+            lo = probe + 1;
+        }
+    } else { /* at or before hint */
+        hi = hint;
+        lo = 0;
+        for (int64_t step = 1; hi > 0; step <<= 1) {
+            int64_t probe = hi - step;
+            if (probe < 0) break;
+            if (a[probe] < x) {
+                lo = probe + 1;
+                break;
+            }
+            hi = probe;
+        }
+    }
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* pid_lookup(ids, pids, needles, out) -> the needles found: out[k] = pids[i] for the first i with ids[i] equal to
+ * needles[k] (ids: int64 ascending; pids and needles float64), NaN where none is (a needle NaN, a fraction, beyond
+ * int64 or absent). */
+static PyObject *pid_lookup(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    Py_buffer v[4];
+    int got = 0;
+    PyObject *result = NULL;
+    for (; got < 4; got++) {
+        static const char *what[4] = {"ids", "pids", "needles", "out"};
+        int r = got == 0 ? get(objs[0], &v[0], 0, what[0]) : get_floats(objs[got], &v[got], got == 3, what[got]);
+        if (r < 0) goto done;
+    }
+    int64_t n = v[0].len / 8, m = v[2].len / 8, found = 0;
+    if (v[1].len / 8 != n || v[3].len / 8 != m) {
+        PyErr_SetString(PyExc_ValueError, "pid_lookup: pids as long as ids, out as long as needles");
+        goto done;
+    }
+    const int64_t *ids = v[0].buf;
+    const double *pids = v[1].buf, *needles = v[2].buf;
+    double *out = v[3].buf;
+    Py_BEGIN_ALLOW_THREADS
+    int64_t at = 0;
+    for (int64_t k = 0; k < m; k++) {
+        int exact;
+        int64_t x = exactly(needles[k], &exact);
+        out[k] = NAN;
+        if (!exact) continue;
+        at = lower_bound_near(ids, n, x, at);
+        if (at < n && ids[at] == x) {
+            out[k] = pids[at];
+            found++;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    result = PyLong_FromLongLong(found);
+done:
+    for (int k = 0; k < got; k++) PyBuffer_Release(&v[k]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"pack", pack, METH_VARARGS,
      "pack(start, gpu_rows, order, relative, shift) -> origin or None: each kind's (start, row) keys"},
     {"merge", merge, METH_VARARGS,
      "merge(order, relative, shift, gpu_rows, kept, at): both kinds' sorted keys, in place; the GPU rows placed"},
+    {"exact_int64", exact_int64, METH_VARARGS, "exact_int64(floats, out) -> whether every float is an int64 (out)"},
+    {"pid_lookup", pid_lookup, METH_VARARGS, "pid_lookup(ids, pids, needles, out) -> needles found: their pids"},
     {NULL, NULL, 0, NULL},
 };
 

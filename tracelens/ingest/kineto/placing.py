@@ -3,10 +3,24 @@ gathered, and the records that only some rows have (GPU, op and launch fields) p
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 
 from ...intervals import search_sorted
 from .appended import Appended
+
+
+def _compiled_lookups() -> ModuleType | None:
+    try:
+        from .. import _start_merge
+    except ImportError:
+        return None
+    return _start_merge
+
+
+# exact_int64 and pid_lookup (ingest/_start_merge.c): integer_ids and launch_pid in one pass each where built
+_compiled = _compiled_lookups()
 
 # A launch index (:func:`sorted_launches`, :func:`launches_by_id`): the launches' correlation ids ascending, their
 # pids, and the ids as int64 where they are all integers that int64 holds exactly (else None), made once where the
@@ -27,6 +41,17 @@ def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: 
     ints = index[2] if len(index) == 3 else integer_ids(corr)
     if corr.size == 0:
         return np.full(correlation.size, np.nan)
+    lookups = _compiled
+    if (
+        lookups is not None
+        and ints is not None
+        and pids.dtype == np.float64
+        and correlation.dtype == np.float64
+    ):
+        # one walk: each id searched near the last one's place, tested and its pid gathered (no temporaries)
+        out = np.empty(correlation.size)
+        lookups.pid_lookup(ints, np.ascontiguousarray(pids), np.ascontiguousarray(correlation), out)
+        return out
     # the ids to look up: all of them where none is NaN (device rows carry one: no row list, no selection)
     rows = None if not np.isnan(correlation).any() else np.flatnonzero(~np.isnan(correlation))
     needles = correlation if rows is None else correlation[rows]
@@ -43,7 +68,12 @@ def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: 
 
 def integer_ids(ids: np.ndarray) -> np.ndarray | None:
     """``ids`` (floats) as int64 where each is an integer that int64 holds exactly, else None. One cast and one
-    comparison: NaN, fractions and values beyond int64 (whatever the cast makes of them) compare unequal."""
+    comparison: NaN, fractions and values beyond int64 (whatever the cast makes of them) compare unequal (the
+    compiled pass tests each value the same way)."""
+    lookups = _compiled
+    if lookups is not None and ids.dtype == np.float64:  # the cast and the test in one pass, no temporaries
+        exact = np.empty(ids.size, np.int64)
+        return exact if lookups.exact_int64(np.ascontiguousarray(ids), exact) else None
     with np.errstate(invalid="ignore"):
         ints = ids.astype(np.int64)
     return ints if np.array_equal(ints, ids) else None
