@@ -1,5 +1,5 @@
-"""The compiled launch lookups (ingest/_start_merge.c's exact_int64 and pid_lookup, behind placing.integer_ids and
-placing.launch_pid) against the numpy paths they replace: empty, one row, repeated ids (the first in table order),
+"""The compiled launch lookups (ingest/_start_merge.c's exact_int64, pid_lookup, id_keys and split_keys, behind
+placing.integer_ids, placing.launch_pid and placing.launches_by_id) against the numpy paths they replace: empty, one row, repeated ids (the first in table order),
 needles that are NaN, fractions, beyond int64, absent, ascending, descending and shuffled."""
 
 from __future__ import annotations
@@ -97,3 +97,46 @@ def test_launch_pid_many_as_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
     np.testing.assert_array_equal(
         placing.launch_pid(by_id, ascending), _numpy(monkeypatch, placing.launch_pid, by_id, ascending)
     )
+
+
+@pytest.mark.parametrize(
+    "ids",
+    [
+        [7.0],
+        [-0.0, 5.0],
+        [3.0, 1.0, 2.0],
+        [-5.0, 0.0, 9.0, 4.0, -7.0],
+        [1.0, 1.0, 2.0],  # a repeated id: no index
+        [0.0, -0.0],  # one id twice
+        [2.0**59, -(2.0**59), 3.0],  # ids too large for the keys: the int64 path
+        [2.0**58 - 1, -(2.0**58), 3.0],  # just within
+        [1.5, 2.0],  # a fraction: the float path
+        [np.nan, 2.0],
+    ],
+)
+def test_launches_by_id_keyed_as_numpy(ids: list[float], monkeypatch: pytest.MonkeyPatch) -> None:
+    correlation = np.array(ids, np.float64)
+    pid = np.arange(correlation.size, dtype=np.float64) * 3 + 10
+    got = placing.launches_by_id(correlation, pid)
+    want = _numpy(monkeypatch, placing.launches_by_id, correlation, pid)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got is not None and (got[2] is None) == (want[2] is None)
+        for got_array, want_array in zip(got, want, strict=True):
+            np.testing.assert_array_equal(got_array, want_array)
+            assert got_array is None or got_array.dtype == want_array.dtype
+
+
+def test_launches_by_id_keyed_many_as_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(8)
+    runs = [np.arange(s, s + 400) for s in rng.choice(10**6, 300, replace=False) * 500]
+    correlation = np.concatenate(runs).astype(np.float64)  # ascending runs, out of order between them
+    pid = rng.integers(1, 9, correlation.size).astype(np.float64)
+    got = placing.launches_by_id(correlation, pid)
+    want = _numpy(monkeypatch, placing.launches_by_id, correlation, pid)
+    assert got is not None and want is not None
+    for got_array, want_array in zip(got, want, strict=True):
+        np.testing.assert_array_equal(got_array, want_array)
+    correlation[-1] = correlation[0]  # a shared id at the end
+    assert placing.launches_by_id(correlation, pid) is None
+    assert _numpy(monkeypatch, placing.launches_by_id, correlation, pid) is None

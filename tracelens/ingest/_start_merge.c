@@ -231,6 +231,102 @@ static PyObject *exact_int64(PyObject *self, PyObject *args) {
     return PyBool_FromLong(ok);
 }
 
+/* id_keys(floats, keys, shift) -> bool: keys[k] = floats[k] * 2**shift + k, where every float is an integer of
+ * fewer than 62 - shift bits (True; False at the first that is not): the ids and their file positions in one
+ * int64 each, which sort as the ids stably (an argsort and two gathers replaced by a sort of the keys). */
+static PyObject *id_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *floats_obj, *keys_obj;
+    int shift;
+    if (!PyArg_ParseTuple(args, "OOi", &floats_obj, &keys_obj, &shift)) return NULL;
+    Py_buffer f, o;
+    if (get_floats(floats_obj, &f, 0, "floats") < 0) return NULL;
+    if (get(keys_obj, &o, 1, "keys") < 0) {
+        PyBuffer_Release(&f);
+        return NULL;
+    }
+    const int fits = f.len == o.len && shift >= 1 && shift <= 40 && f.len / 8 <= ((int64_t)1 << shift);
+    int ok = fits;
+    if (fits) {
+        const double *src = f.buf;
+        int64_t *dst = o.buf, n = f.len / 8;
+        const double bound = (double)((int64_t)1 << (62 - shift));
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t first = 0; first < n && ok; first += 4096) { /* (as in exact_int64) */
+            int64_t end = n - first < 4096 ? n : first + 4096;
+            int chunk_ok = 1;
+            for (int64_t k = first; k < end; k++) {
+                double v = src[k];
+                int in_range = (v >= -bound) & (v < bound);
+                int64_t x = in_range ? (int64_t)v : 0;
+                chunk_ok &= in_range & ((double)x == v);
+                dst[k] = x * ((int64_t)1 << shift) + k;
+            }
+            ok = chunk_ok;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&f);
+    PyBuffer_Release(&o);
+    if (!fits && !(f.len == o.len && shift >= 1 && shift <= 40)) {
+        PyErr_SetString(PyExc_ValueError, "id_keys: keys as long as floats, shift in [1, 40]");
+        return NULL;
+    }
+    return PyBool_FromLong(ok);
+}
+
+/* split_keys(keys, pid, pids, shift) -> bool: the sorted id_keys made the ids in place (keys[k] >> shift) and
+ * pids[k] = pid[the file position of keys[k]]; False (the rest not done) at the first id equal to the one before. */
+static PyObject *split_keys(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *keys_obj, *pid_obj, *pids_obj;
+    int shift;
+    if (!PyArg_ParseTuple(args, "OOOi", &keys_obj, &pid_obj, &pids_obj, &shift)) return NULL;
+    Py_buffer k, p, q;
+    if (get(keys_obj, &k, 1, "keys") < 0) return NULL;
+    if (get_floats(pid_obj, &p, 0, "pid") < 0) {
+        PyBuffer_Release(&k);
+        return NULL;
+    }
+    if (get_floats(pids_obj, &q, 1, "pids") < 0) {
+        PyBuffer_Release(&k);
+        PyBuffer_Release(&p);
+        return NULL;
+    }
+    int64_t n = k.len / 8;
+    const int fits = p.len == k.len && q.len == k.len && shift >= 1 && shift <= 40;
+    int distinct = 1;
+    if (fits) {
+        int64_t *keys = k.buf;
+        const double *pid = p.buf;
+        double *pids = q.buf;
+        const int64_t mask = ((int64_t)1 << shift) - 1;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t j = 0; j < n; j++) {
+            int64_t key = keys[j], position = key & mask;
+            if (position >= n) { /* not an id_keys key: called wrongly */
+                distinct = -1;
+                break;
+            }
+            keys[j] = key >> shift; /* (arithmetic: negative ids too) */
+            pids[j] = pid[position];
+            if (j && keys[j] == keys[j - 1]) {
+                distinct = 0;
+                break;
+            }
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&k);
+    PyBuffer_Release(&p);
+    PyBuffer_Release(&q);
+    if (!fits || distinct < 0) {
+        PyErr_SetString(PyExc_ValueError, "split_keys: id_keys' sorted keys, pid and pids as long, shift in [1, 40]");
+        return NULL;
+    }
+    return PyBool_FromLong(distinct);
+}
+
 /* The first i in [0, n) with a[i] >= x (n where none), a ascending, searched outwards from ``hint`` (the previous
  * needle's: the device rows' ids mostly ascend in table order) by doubling steps, then by bisection. */
 static int64_t lower_bound_near(const int64_t *a, int64_t n, int64_t x, int64_t hint) {
@@ -321,6 +417,8 @@ static PyMethodDef methods[] = {
     {"merge", merge, METH_VARARGS,
      "merge(order, relative, shift, gpu_rows, kept, at): both kinds' sorted keys, in place; the GPU rows placed"},
     {"exact_int64", exact_int64, METH_VARARGS, "exact_int64(floats, out) -> whether every float is an int64 (out)"},
+    {"id_keys", id_keys, METH_VARARGS, "id_keys(floats, keys, shift) -> whether every float is a small integer"},
+    {"split_keys", split_keys, METH_VARARGS, "split_keys(keys, pid, pids, shift) -> whether the ids are distinct"},
     {"pid_lookup", pid_lookup, METH_VARARGS, "pid_lookup(ids, pids, needles, out) -> needles found: their pids"},
     {NULL, NULL, 0, NULL},
 };

@@ -124,6 +124,9 @@ def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | No
     order only decides the order among equal ids, so it is not waited for (and the launches are not placed);
     None where some share one. Where the ids are all integers that int64 holds, the index's ids are those
     int64s (:func:`launch_pid` compares them to float ids as it compares the floats)."""
+    indexed = _keyed_launches(correlation, pid)
+    if indexed is not None:
+        return indexed or None
     ints = integer_ids(correlation)
     if ints is not None:
         # Integer ids (correlation ids are): sorted as int64, the int64 ids standing for the floats too (each is
@@ -140,6 +143,26 @@ def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | No
     if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
         return None
     return ids, pid[by_id], None
+
+
+def _keyed_launches(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | tuple[()] | None:
+    """:func:`launches_by_id`'s int64 index by the compiled pass (each id and its file position in one int64 key,
+    the keys sorted in place, split into the ids and the pids gathered): () where two launches share an id, None
+    where it does not apply (no extension, not float64, an id not an integer or too large for the key)."""
+    lookups, n = _compiled, correlation.size
+    if lookups is None or correlation.dtype != np.float64 or pid.dtype != np.float64 or n == 0:
+        return None
+    shift = max(1, (n - 1).bit_length())
+    if shift > 40:
+        return None
+    keys = np.empty(n, np.int64)
+    if not lookups.id_keys(np.ascontiguousarray(correlation), keys, shift):
+        return None
+    keys.sort(kind="stable")  # (distinct keys; the ids come nearly sorted: timsort finds their runs)
+    pids = np.empty(n)
+    if not lookups.split_keys(keys, np.ascontiguousarray(pid), pids, shift):
+        return ()
+    return keys, pids, keys
 
 
 def sorted_launches(records: dict[str, np.ndarray]) -> LaunchIndex:
