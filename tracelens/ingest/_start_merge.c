@@ -17,7 +17,10 @@
  * without a pass over the table.
  *
  * In place: a kind's unread keys lie at or after the position written next (the host keys fill [g, n) of
- * ``order`` and g GPU rows come before them at most; the GPU keys [n - g, n) of ``relative``, likewise). */
+ * ``order`` and g GPU rows come before them at most; the GPU keys [n - g, n) of ``relative``, likewise).
+ *
+ * Also the launch index of the same table build (ingest/kineto/placing.py, below: exact_int64, id_keys,
+ * split_keys, pid_lookup): one pass each where numpy made a cast, a comparison, an argsort and gathers. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 

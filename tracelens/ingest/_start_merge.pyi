@@ -1,5 +1,6 @@
 # Type stub of the compiled start merge (_start_merge.c; optional: absent when no C compiler was found at install
-# time, then ingest/kineto/start_order.py sorts all the starts with numpy).
+# time, then ingest/kineto/start_order.py sorts all the starts with numpy, and ingest/kineto/placing.py builds and
+# searches the launch index with numpy).
 import numpy as np
 
 def pack(
