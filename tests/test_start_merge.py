@@ -1,6 +1,7 @@
 """The Kineto table's row order from the host and GPU rows' keys sorted apart and merged (ingest/kineto/
 start_order.py, ingest/_start_merge.c) against numpy's stable sort of all the starts and the starts gathered in
-that order: ties within and across the kinds, one row of a kind, kinds at either end, and the cases it declines."""
+that order, and the GPU rows it places against placing.in_table_order: ties within and across the kinds, one row
+of a kind, kinds at either end, and the cases it declines."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.ingest.kineto import start_order as so
+from tracelens.ingest.kineto.placing import in_table_order
 
 pytestmark = pytest.mark.skipif(so._compiled is None, reason="the start merge is not compiled here")
 
@@ -23,12 +25,16 @@ def reference(start: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
 def check(start: np.ndarray, gpu_rows: np.ndarray) -> None:
     merged = so.merged_start_order(start, gpu_rows)
     assert merged is not None
-    order, relative, origin = merged
+    order, relative, origin, (kept, at) = merged
     want_order, want_relative, want_origin = reference(start)
     np.testing.assert_array_equal(order, want_order)
     np.testing.assert_array_equal(relative, want_relative)
     assert origin == want_origin
     assert order.dtype == want_order.dtype and relative.dtype == np.int64
+    want_kept, want_at = in_table_order(gpu_rows, want_order, start.size)
+    np.testing.assert_array_equal(kept, want_kept)
+    np.testing.assert_array_equal(at, want_at)
+    assert kept.dtype == at.dtype == np.int64
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,7 +97,8 @@ def test_edges(start: list[int], gpu: list[int]) -> None:
 def test_declines_and_start_order_falls_back(start: np.ndarray, gpu: np.ndarray) -> None:
     assert so.merged_start_order(start, gpu) is None
     if start.size:
-        order, relative, origin = so.start_order([start], gpu)
+        order, relative, origin, placed = so.start_order([start], gpu)
+        assert placed is None  # (placed by gpu_columns.gpu_placed then)
         want = reference(start)
         np.testing.assert_array_equal(order, want[0])
         np.testing.assert_array_equal(relative, want[1])
@@ -101,8 +108,20 @@ def test_declines_and_start_order_falls_back(start: np.ndarray, gpu: np.ndarray)
 def test_start_order_without_the_extension(monkeypatch: pytest.MonkeyPatch) -> None:
     start = np.array([9, 2, 2, 7, 1, 8], np.int64)
     gpu = np.array([1, 3], np.int64)
-    merged = so.start_order([start.copy()], gpu)
+    *merged, placed = so.start_order([start.copy()], gpu)
     monkeypatch.setattr(so, "_compiled", None)
-    fallback = so.start_order([start.copy()], gpu)
+    *fallback, none = so.start_order([start.copy()], gpu)
     for got, want in zip(merged, fallback, strict=True):
         np.testing.assert_array_equal(got, want)
+    assert none is None and placed is not None
+    for got, want in zip(placed, in_table_order(gpu, fallback[0], start.size), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_merge_refuses_an_index_past_the_gpu_rows() -> None:
+    merge = so._compiled
+    assert merge is not None
+    order = np.array([0, 1, 2 << 2], np.int64)  # host keys at [1:], start 0 and 2
+    relative = np.array([0, 0, (1 << 2) | 3], np.int64)  # the GPU key's index 3: one GPU row only
+    with pytest.raises(ValueError, match="past gpu_rows"):
+        merge.merge(order, relative, 2, np.array([1], np.int64), np.empty(1, np.int64), np.empty(1, np.int64))

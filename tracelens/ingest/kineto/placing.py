@@ -3,10 +3,24 @@ gathered, and the records that only some rows have (GPU, op and launch fields) p
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
 
 from ...intervals import search_sorted
 from .appended import Appended
+
+
+def _compiled_lookups() -> ModuleType | None:
+    try:
+        from .. import _start_merge
+    except ImportError:
+        return None
+    return _start_merge
+
+
+# exact_int64 and pid_lookup (ingest/_start_merge.c): integer_ids and launch_pid in one pass each where built
+_compiled = _compiled_lookups()
 
 # A launch index (:func:`sorted_launches`, :func:`launches_by_id`): the launches' correlation ids ascending, their
 # pids, and the ids as int64 where they are all integers that int64 holds exactly (else None), made once where the
@@ -27,6 +41,17 @@ def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: 
     ints = index[2] if len(index) == 3 else integer_ids(corr)
     if corr.size == 0:
         return np.full(correlation.size, np.nan)
+    lookups = _compiled
+    if (
+        lookups is not None
+        and ints is not None
+        and pids.dtype == np.float64
+        and correlation.dtype == np.float64
+    ):
+        # one walk: each id searched near the last one's place, tested and its pid gathered (no temporaries)
+        out = np.empty(correlation.size)
+        lookups.pid_lookup(ints, np.ascontiguousarray(pids), np.ascontiguousarray(correlation), out)
+        return out
     # the ids to look up: all of them where none is NaN (device rows carry one: no row list, no selection)
     rows = None if not np.isnan(correlation).any() else np.flatnonzero(~np.isnan(correlation))
     needles = correlation if rows is None else correlation[rows]
@@ -43,7 +68,12 @@ def launch_pid(index: LaunchIndex | tuple[np.ndarray, np.ndarray], correlation: 
 
 def integer_ids(ids: np.ndarray) -> np.ndarray | None:
     """``ids`` (floats) as int64 where each is an integer that int64 holds exactly, else None. One cast and one
-    comparison: NaN, fractions and values beyond int64 (whatever the cast makes of them) compare unequal."""
+    comparison: NaN, fractions and values beyond int64 (whatever the cast makes of them) compare unequal (the
+    compiled pass tests each value the same way)."""
+    lookups = _compiled
+    if lookups is not None and ids.dtype == np.float64:  # the cast and the test in one pass, no temporaries
+        exact = np.empty(ids.size, np.int64)
+        return exact if lookups.exact_int64(np.ascontiguousarray(ids), exact) else None
     with np.errstate(invalid="ignore"):
         ints = ids.astype(np.int64)
     return ints if np.array_equal(ints, ids) else None
@@ -94,6 +124,9 @@ def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | No
     order only decides the order among equal ids, so it is not waited for (and the launches are not placed);
     None where some share one. Where the ids are all integers that int64 holds, the index's ids are those
     int64s (:func:`launch_pid` compares them to float ids as it compares the floats)."""
+    indexed = _keyed_launches(correlation, pid)
+    if indexed is not None:
+        return indexed or None
     ints = integer_ids(correlation)
     if ints is not None:
         # Integer ids (correlation ids are): sorted as int64, the int64 ids standing for the floats too (each is
@@ -110,6 +143,26 @@ def launches_by_id(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | No
     if ids.size > 1 and bool(np.any(ids[1:] == ids[:-1])):
         return None
     return ids, pid[by_id], None
+
+
+def _keyed_launches(correlation: np.ndarray, pid: np.ndarray) -> LaunchIndex | tuple[()] | None:
+    """:func:`launches_by_id`'s int64 index by the compiled pass (each id and its file position in one int64 key,
+    the keys sorted in place, split into the ids and the pids gathered): () where two launches share an id, None
+    where it does not apply (no extension, not float64, an id not an integer or too large for the key)."""
+    lookups, n = _compiled, correlation.size
+    if lookups is None or correlation.dtype != np.float64 or pid.dtype != np.float64 or n == 0:
+        return None
+    shift = max(1, (n - 1).bit_length())
+    if shift > 40:
+        return None
+    keys = np.empty(n, np.int64)
+    if not lookups.id_keys(np.ascontiguousarray(correlation), keys, shift):
+        return None
+    keys.sort(kind="stable")  # (distinct keys; the ids come nearly sorted: timsort finds their runs)
+    pids = np.empty(n)
+    if not lookups.split_keys(keys, np.ascontiguousarray(pid), pids, shift):
+        return ()
+    return keys, pids, keys
 
 
 def sorted_launches(records: dict[str, np.ndarray]) -> LaunchIndex:

@@ -234,7 +234,7 @@ class Columns:
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
-        order, rel_start, origin = ordering.result()
+        order, rel_start, origin, merged_placing = ordering.result()
         floats = (
             None
             if ids_exactly or not nested_any
@@ -247,10 +247,10 @@ class Columns:
         joined = {key: background.submit(joined_in_order, parts, order, key) for key in ("duration", "pid")}
         kind_valid = np.take(kind_valid, order)
         kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
-        # The GPU rows placed in table order in the background (`at`: their table rows, ascending; `kept_gpu`:
-        # the index of each into the GPU rows in file order): they are the rows of the GPU kinds, found in the
-        # sorted kinds, so no table-long array is gathered to place them.
-        placing = background.submit(gpu_placed, kind, order, gpu_rows, m)
+        # The GPU rows placed in table order (`at`: their table rows, ascending; `kept_gpu`: the index of each
+        # into the GPU rows in file order): by the start merge as it merged (start_order.py), else in the
+        # background as the rows of the GPU kinds, found in the sorted kinds (no table-long gather).
+        placing = merged_placing or background.submit(gpu_placed, kind, order, gpu_rows, m)
         # The id columns that need only the order and the validities: queued now, so that the pool builds them
         # while this thread places rows and looks up launches (it waited for this thread there, both threads
         # idle ~15 ms, and built the correlation ids last, alone, after the other columns).
@@ -268,7 +268,7 @@ class Columns:
         op_starts -= origin
         kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
         del op_rows, op_starts
-        kept_gpu, at = placing.result()
+        kept_gpu, at = placing if isinstance(placing, tuple) else placing.result()
         del gpu_rows
         op = records_taken(parts, kept_op, (*OP_NUMBERS, *OP_TEXTS))
         # the launches indexed by correlation id, for the device rows' pid below (launches with a shared id: the
