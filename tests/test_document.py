@@ -4,15 +4,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import tracelens
 from tests.conftest import FIXTURES
+from tests.test_diagnosis import load_case
 from tracelens.analyses import REGISTRY, SECTIONS, report_sections
 from tracelens.cli import main
 from tracelens.document import looks_like_document, summarize
+from tracelens.document.saved import dumps, type_error
 from tracelens.errors import InputError
 from tracelens.report import markdown, terminal
 
@@ -151,7 +154,9 @@ def test_traces_are_not_taken_for_documents(tmp_path: Path) -> None:
 
 # Saved documents edited or damaged deep inside a section (found by editing saved documents, 2026-11-28: each
 # stopped the commands that read the field with an internal error, exit 3): bad input, one line naming the
-# file, exit 2. A command that does not read the field (diff compares other figures) just works.
+# file, exit 2. A document of this schema version is checked against its declared types when it is read
+# (load_document), so every command refuses it, whether or not it reads the field, and the message names the
+# field's path.
 EDITS = {
     "kernel entry emptied": lambda d: d["kernels"]["by_name"].__setitem__(0, {}),
     "step count null": lambda d: d["summary"]["steps"].__setitem__("count", None),
@@ -160,26 +165,107 @@ EDITS = {
         d.pop("summary"),
         d["devices"][0].__setitem__("span_ns", "x"),
     ),
+    "a required key removed": lambda d: d["launch"]["latency"].pop("p50_ns"),
+    "a list item of another type": lambda d: d["gaps"]["bucket_edges_ns"].__setitem__(1, "x"),
+    "a section a string": lambda d: d.__setitem__("sync", "x"),
+    "a boolean a number": lambda d: d["diagnosis"]["completeness"].__setitem__("complete", 1),
+    "an integer a fraction": lambda d: d["devices"][0].__setitem__("busy_ns", 1.5),
+    "a map's value of another type": lambda d: d["attribution"]["total_by_cause"].__setitem__("x", "y"),
+    "an object a list": lambda d: d["summary"].__setitem__("utilization_by_kind", []),
 }
-FAILING = [
-    (edit, command)
-    for edit in sorted(EDITS)
-    for command in ("report", "analyze", "diff")
-    if command != "diff" or edit in ("kernel entry emptied", "no summary, a device's span a string")
-]
+PATHS = {
+    "kernel entry emptied": "$.kernels.by_name[0]",
+    "step count null": "$.summary.steps.count",
+    "kernel time a string": "$.kernels.total_ns",
+    "no summary, a device's span a string": "$.devices[0].span_ns",
+    "a required key removed": "$.launch.latency",
+    "a list item of another type": "$.gaps.bucket_edges_ns[1]",
+    "a section a string": "$.sync",
+    "a boolean a number": "$.diagnosis.completeness.complete",
+    "an integer a fraction": "$.devices[0].busy_ns",
+    "a map's value of another type": "$.attribution.total_by_cause[...]",
+    "an object a list": "$.summary.utilization_by_kind",
+}
+FAILING = [(edit, command) for edit in sorted(EDITS) for command in ("report", "analyze", "diff")]
 
 
-@pytest.mark.parametrize(("edit", "command"), FAILING)
-def test_an_edited_saved_document_is_one_line_and_exit_2(
-    edit: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _edited(tmp_path: Path, edit: Callable[[dict], object], version: str | None = None) -> Path:
     doc = json.loads(_save(DEMO, tmp_path / "demo.json").read_text())
-    EDITS[edit](doc)
+    edit(doc)
+    if version is not None:
+        doc["schema_version"] = version
     edited = tmp_path / "edited.json"
     edited.write_text(json.dumps(doc))
+    return edited
+
+
+def _one_line_exit_2(command: str, edited: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
     args = [str(DEMO), str(edited)] if command == "diff" else [str(edited), "-o", str(tmp_path / "out.md")]
     assert main([command, *args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(edited) in err and "damaged or edited" in err
     assert "internal error" not in err
+    return err
+
+
+@pytest.mark.parametrize(("edit", "command"), FAILING)
+def test_an_edited_saved_document_is_one_line_and_exit_2(
+    edit: str, command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _one_line_exit_2(command, _edited(tmp_path, EDITS[edit]), tmp_path, capsys)
+    assert f"- at `{PATHS[edit]}`" in err  # msgspec's message: what was expected, and where
+
+
+def test_the_type_check_names_what_it_expected() -> None:
+    doc = json.loads(dumps(tracelens.analyze(tracelens.load(DEMO))))
+    assert type_error(doc) is None
+    doc["kernels"]["total_ns"] = "x"
+    assert type_error(doc) == "Expected `int`, got `str` - at `$.kernels.total_ns`"
+    doc["kernels"]["total_ns"] = 1
+    del doc["launch"]["latency"]["p50_ns"]
+    assert type_error(doc) == "Object missing required field `p50_ns` - at `$.launch.latency`"
+
+
+def test_a_key_the_types_do_not_declare_is_read(tmp_path: Path) -> None:
+    """TypedDicts do not forbid other keys and nothing reads them: a document with one renders as without it
+    (the document is kept as read, not replaced by msgspec's converted copy, which would drop it)."""
+    edited = _edited(tmp_path, lambda d: d["kernels"].__setitem__("note", "mine"))
+    assert tracelens.load_document(edited)["kernels"]["note"] == "mine"  # type: ignore[typeddict-item]
+    assert main(["report", str(edited), "-o", str(tmp_path / "b.md")]) == 0
+    assert main(["report", str(DEMO), "-o", str(tmp_path / "a.md")]) == 0
+    assert (tmp_path / "a.md").read_text() == (tmp_path / "b.md").read_text()
+
+
+# What the types cannot check, so the CLI's guard (cli._saved_documents_checked) stays: a cause's evidence is
+# dict[str, Any] (its keys and types depend on the cause), and a document of an older schema version is read
+# unchecked (the types describe this version's).
+def _evidence_strings(doc: dict) -> None:
+    for cause in (doc["diagnosis"]["primary"], *doc["diagnosis"]["causes"]):
+        cause["evidence"] = {key: "x" for key in cause["evidence"]}
+
+
+@pytest.mark.parametrize("command", ["report", "analyze"])
+def test_evidence_of_another_type_passes_the_types_and_is_still_bad_input(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / "case.json"
+    saved.write_text(dumps(tracelens.analyze(load_case("memcpy"))))
+    doc = json.loads(saved.read_text())
+    _evidence_strings(doc)
+    assert type_error(doc) is None  # valid by type: the renderer of the cause's evidence finds strings
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main([command, str(edited), "-o", str(tmp_path / "out.md")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(edited) in err and "cannot render" in err
+
+
+@pytest.mark.parametrize("command", ["report", "analyze", "diff"])
+def test_an_edited_document_of_an_older_version_is_still_bad_input(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edited = _edited(tmp_path, EDITS["kernel entry emptied"], version="1.0")
+    assert tracelens.load_document(edited)["schema_version"] == "1.0"  # read unchecked
+    _one_line_exit_2(command, edited, tmp_path, capsys)

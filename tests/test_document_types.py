@@ -11,12 +11,14 @@ import typing
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints, is_typeddict
 
+import msgspec
 import pytest
 
 import tracelens
 from tests.conftest import FIXTURES, shared_params
 from tests.test_diagnosis import CAUSES_DIR, load_case
 from tracelens.document import Document
+from tracelens.document.saved import dumps, type_error
 
 REAL_TRACES = (
     shared_params("nsys", "*.sqlite")
@@ -86,6 +88,42 @@ def test_document_keys_match_the_types(path: Path) -> None:
 @pytest.mark.parametrize("case", CAUSE_CASES)
 def test_document_keys_match_the_types_on_cause_fixtures(case: str) -> None:
     assert unique(mismatches(tracelens.analyze(load_case(case)), Document)) == []
+
+
+# Every document tracelens writes passes the check a saved one gets when read back (load_document: msgspec against
+# the types), so a valid document is never refused; the saved form (dumps: NaN as null, numpy as Python) is
+# what is checked.
+def _saved_type_error(doc: dict) -> str | None:
+    return type_error(msgspec.json.decode(dumps(doc)))
+
+
+@pytest.mark.parametrize("path", REAL_TRACES + FIXTURE_TRACES)
+def test_saved_documents_pass_the_type_check(path: Path) -> None:
+    assert _saved_type_error(_analyze_file(path)) is None
+
+
+@pytest.mark.parametrize("case", CAUSE_CASES)
+def test_saved_documents_pass_the_type_check_on_cause_fixtures(case: str) -> None:
+    assert _saved_type_error(tracelens.analyze(load_case(case))) is None
+
+
+def test_saved_run_documents_pass_the_type_check(tmp_path: Path) -> None:
+    """A multi-rank run document (its replay_error has no model split by lag: optional in ReplayError)."""
+    from tests.test_multirank import write_handmade_run
+    from tracelens.run import analyze_run
+
+    kineto = sorted((FIXTURES / "kineto").glob("*.json"))[:3]
+    for paths in ([write_handmade_run(tmp_path / "run")[0].parent], kineto):
+        doc, failures = analyze_run(paths, workers=1, cache_dir=tmp_path / "cache")
+        assert failures == [] and "ranks" in doc
+        assert _saved_type_error(doc) is None
+
+
+def test_the_types_describe_the_written_schema_version() -> None:
+    from tracelens.analyses import JSON_SCHEMA_VERSION
+    from tracelens.document.types import SCHEMA_VERSION
+
+    assert SCHEMA_VERSION == JSON_SCHEMA_VERSION  # bumped: review types.py, then bump its SCHEMA_VERSION
 
 
 def test_every_section_is_typed() -> None:

@@ -25,6 +25,7 @@ import tracelens
 from tracelens import flop_model
 from tracelens.analyses import REGISTRY
 from tracelens.diff import compare
+from tracelens.document.saved import type_error
 from tracelens.errors import TracelensError
 from tracelens.report import figures, render
 from tracelens.report.diff_renderer import render_diff
@@ -49,7 +50,10 @@ def _analyze_everything(path: Path) -> dict:
     for fmt in ("markdown", "json"):
         assert isinstance(render_diff(result, fmt), str)
     assert result["verdict"] != "regression"
-    return json.loads(render(doc, "json"))  # plain JSON: no NaN, no numpy scalars
+    saved = json.loads(render(doc, "json"))  # plain JSON: no NaN, no numpy scalars
+    # as a saved document it passes load_document's check against the declared types (so they cannot drift)
+    assert type_error(saved) is None, type_error(saved)
+    return saved
 
 
 def _check(scen: vt.Scenario, fmt: str) -> None:

@@ -80,9 +80,43 @@ def looks_like_document(path: str | os.PathLike[str]) -> bool:
     return head.startswith(b"{") and b'"schema_version"' in head and b'"traceEvents"' not in head
 
 
+def is_current_version(value: dict[str, Any]) -> bool:
+    """Whether a decoded document has this version's schema (the one tracelens/document/types.py declares); an
+    older one is read as it is, its summary recomputed (:func:`load_document`)."""
+    from .types import SCHEMA_VERSION
+
+    return bool(value.get("schema_version") == SCHEMA_VERSION)
+
+
+@functools.cache
+def _document_type() -> Any:
+    # imported when a saved document is read, not with this module (kimp17). RunDocument: a document plus the
+    # optional keys of a multi-rank run, so one type checks both.
+    from .types import RunDocument
+
+    return RunDocument
+
+
+def type_error(value: Any) -> str | None:
+    """Where a decoded document of this schema version departs from its declared types (types.py,
+    docs/json.md): msgspec's message with the key's path, e.g. ``Expected `int`, got `str` - at
+    `$.kernels.total_ns```; None where it conforms. Keys the types do not declare are allowed (TypedDicts do not
+    forbid them; nothing reads them). An integer passes where a float is declared (a whole ratio may be written
+    as one)."""
+    import msgspec
+
+    try:
+        msgspec.convert(value, _document_type())  # the converted copy is dropped: the document stays as read
+    except msgspec.ValidationError as err:
+        return str(err).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever keys the path names
+    return None
+
+
 def load_document(path: str | os.PathLike[str]) -> Document:
     """Read an analysis document saved with ``tracelens analyze --format json``; its ``summary`` is computed
-    when the file has none, or one with an older version's keys (figures the older sections lack are null). Raises :class:`~tracelens.errors.InputError` when the file is not one."""
+    when the file has none, or one with an older version's keys (figures the older sections lack are null). A
+    document of this schema version is checked against its declared types first (:func:`type_error`). Raises
+    :class:`~tracelens.errors.InputError` when the file is not one, or not one as declared."""
     import msgspec
 
     p = Path(path)
@@ -98,11 +132,20 @@ def load_document(path: str | os.PathLike[str]) -> Document:
         raise InputError(f"not a valid JSON analysis document ({err})", path=p) from None
     if not is_document(value):
         raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
-    if not is_current_summary(value.get("summary")):
+    if is_current_version(value):
+        # Checked against its declared types before anything reads it: a field removed, or of another type, is
+        # bad input named by its path, not an error in whichever renderer reads it first.
+        problem = type_error(value)
+        if problem is not None:
+            raise InputError(f"a saved analysis document damaged or edited: {problem}", path=p)
+        if not is_current_summary(value.get("summary")):
+            value["summary"] = summarize(value)  # from checked sections: an error here is a bug
+    elif not is_current_summary(value.get("summary")):
         try:
             value["summary"] = summarize(value)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-            # a section edited or damaged since it was saved: bad input, not an internal error
+            # an older version's document is read unchecked (the types describe this version's): a section
+            # damaged or edited since it was saved is bad input, not an internal error
             raise InputError(
                 f"a saved analysis document whose summary cannot be computed: damaged or edited "
                 f"({type(err).__name__}: {err})",

@@ -14,6 +14,10 @@ from typing import Any, TypedDict
 
 from .device_utilization import DeviceUtilization as DeviceUtilization  # re-exported: a document type
 
+# The schema version these types describe (analyses.JSON_SCHEMA_VERSION, which the document layer cannot import;
+# tests/test_document_types.py holds the two equal): a saved document of this version is checked against them.
+SCHEMA_VERSION = "1.1"
+
 
 class Source(TypedDict):
     path: str | None
@@ -762,9 +766,7 @@ class Summary(TypedDict):
     mfu: float | None  # ops.compute.mfu
 
 
-class ReplayError(TypedDict):
-    """The unchanged replay against the recording (``whatif.replay_error``)."""
-
+class _ReplayErrorFields(TypedDict):
     points: int
     blocking_calls: int
     recorded_span_ns: int
@@ -778,6 +780,12 @@ class ReplayError(TypedDict):
     model_step_error: float | None
     unlaunched_gpu_ops: int
     gpu_ops: int
+
+
+class ReplayError(_ReplayErrorFields, total=False):
+    """The unchanged replay against the recording (``whatif.replay_error``). The model's split by lag is one
+    trace's: a run document's replay (docs/multirank.md) has neither key."""
+
     model_error_by_lag: dict[str, dict[str, float | None]] | None
     model_reason: str | None
 
