@@ -128,10 +128,23 @@ SYNC_WITHOUT_LAUNCHES = vt.Scenario(
     gpu=[vt.GpuOp(vt.KERNEL, "Cijk_Ailk_Bljk_SB_MT64x64x16", 0, 7, 0, 0, None)],
 )
 
+# Found by checking each document against its declared types (2026-11-28): a device whose only op is a zero-length
+# copy has no busy time and a zero span, so memcpy.per_device[].busy_share and span_share are null (were declared
+# float, and a saved document of such a trace would have been refused).
+ZERO_LENGTH_COPY_ALONE = vt.Scenario(
+    rocm=False,
+    devices=[0],
+    device_props=False,
+    flows=False,
+    host=[vt.HostEvent("launch", "cudaMemcpyAsync", 101, 10, 0)],
+    gpu=[vt.GpuOp(vt.MEMCPY, "Memcpy HtoD", 0, 7, 10, 0, None)],
+)
+
 
 @pytest.mark.parametrize("fmt", sorted(vt.WRITERS))
 @PROPERTY
 @given(scen=vt.scenarios())
+@example(scen=ZERO_LENGTH_COPY_ALONE)
 @example(scen=UNMODELLED_SHAPES)
 @example(scen=GRAPH_CAPTURE)
 @example(scen=SYNC_WITHOUT_LAUNCHES)

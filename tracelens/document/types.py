@@ -390,8 +390,8 @@ class MemcpyDeviceKind(TypedDict):
     pinned_ns: int
     sync_ns: int
     async_ns: int
-    busy_share: float
-    span_share: float
+    busy_share: float | None  # null where the device's busy_ns (span_ns) is 0: zero-length ops only
+    span_share: float | None
     achieved_bytes_per_s: float | None
     large_copy_count: int
     large_achieved_bytes_per_s: float | None
@@ -412,9 +412,9 @@ class MemcpyDevice(TypedDict):
     exposed_ns: int
     busy_ns: int
     span_ns: int
-    busy_share: float
-    span_share: float
-    exposed_span_share: float
+    busy_share: float | None  # null where the device's busy_ns (span_ns) is 0: zero-length ops only
+    span_share: float | None
+    exposed_span_share: float | None
     by_kind: list[MemcpyDeviceKind]
 
 
