@@ -89,24 +89,48 @@ def is_current_version(value: dict[str, Any]) -> bool:
 
 
 @functools.cache
-def _document_type() -> Any:
+def _document_type(missing_keys_allowed: bool) -> Any:
     # imported when a saved document is read, not with this module (kimp17). RunDocument: a document plus the
     # optional keys of a multi-rank run, so one type checks both.
     from .types import RunDocument
 
-    return RunDocument
+    return _every_key_optional(RunDocument, {}) if missing_keys_allowed else RunDocument
 
 
-def type_error(value: Any) -> str | None:
+def _every_key_optional(declared: Any, made: dict[Any, Any]) -> Any:
+    """``declared`` with every TypedDict in it (nested, in lists, maps and unions) made ``total=False``: the same
+    types for the keys that are there, no key required."""
+    import types
+    import typing
+
+    if typing.is_typeddict(declared):
+        if declared not in made:
+            made[declared] = Any  # (a type that holds itself, if one ever does: not checked below itself)
+            fields = {k: _every_key_optional(v, made) for k, v in typing.get_type_hints(declared).items()}
+            made[declared] = typing.TypedDict(declared.__name__, fields, total=False)  # type: ignore[operator]
+        return made[declared]
+    origin, args = typing.get_origin(declared), typing.get_args(declared)
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[tuple(_every_key_optional(a, made) for a in args)]  # noqa: UP007 (built from a tuple)
+    if origin in (list, dict, tuple):
+        return origin[tuple(_every_key_optional(a, made) for a in args)]
+    return declared
+
+
+def type_error(value: Any, missing_keys_allowed: bool = False) -> str | None:
     """Where a decoded document of this schema version departs from its declared types (types.py,
     docs/json.md): msgspec's message with the key's path, e.g. ``Expected `int`, got `str` - at
     `$.kernels.total_ns```; None where it conforms. Keys the types do not declare are allowed (TypedDicts do not
     forbid them; nothing reads them). An integer passes where a float is declared (a whole ratio may be written
-    as one)."""
+    as one). ``missing_keys_allowed``: only the keys that are there are checked (what a reader checks: a
+    document saved by an earlier tracelens of the same schema version lacks the keys added since, e.g.
+    ``diagnosis.completeness``, and the renderers read such documents); else every required key must be there
+    (what tracelens writes)."""
     import msgspec
 
     try:
-        msgspec.convert(value, _document_type())  # the converted copy is dropped: the document stays as read
+        # the converted copy is dropped: the document stays as read
+        msgspec.convert(value, _document_type(missing_keys_allowed))
     except msgspec.ValidationError as err:
         return str(err).replace("\r", "\\r").replace("\n", "\\n")  # one line, whatever keys the path names
     return None
@@ -133,19 +157,18 @@ def load_document(path: str | os.PathLike[str]) -> Document:
     if not is_document(value):
         raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
     if is_current_version(value):
-        # Checked against its declared types before anything reads it: a field removed, or of another type, is
+        # Checked against its declared types before anything reads it: a field of another type is
         # bad input named by its path, not an error in whichever renderer reads it first.
-        problem = type_error(value)
+        # Only the keys that are there: one saved by an earlier tracelens of this version lacks the keys added since.
+        problem = type_error(value, missing_keys_allowed=True)
         if problem is not None:
             raise InputError(f"a saved analysis document damaged or edited: {problem}", path=p)
-        if not is_current_summary(value.get("summary")):
-            value["summary"] = summarize(value)  # from checked sections: an error here is a bug
-    elif not is_current_summary(value.get("summary")):
+    if not is_current_summary(value.get("summary")):
         try:
             value["summary"] = summarize(value)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
-            # an older version's document is read unchecked (the types describe this version's): a section
-            # damaged or edited since it was saved is bad input, not an internal error
+            # an older version's document is read unchecked (the types describe this version's), and one of this
+            # version may lack a key: a section damaged or edited since it was saved is bad input, not an error
             raise InputError(
                 f"a saved analysis document whose summary cannot be computed: damaged or edited "
                 f"({type(err).__name__}: {err})",
