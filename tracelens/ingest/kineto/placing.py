@@ -3,24 +3,15 @@ gathered, and the records that only some rows have (GPU, op and launch fields) p
 
 from __future__ import annotations
 
-from types import ModuleType
-
 import numpy as np
 
 from ...intervals import search_sorted
 from .appended import Appended
 
-
-def _compiled_lookups() -> ModuleType | None:
-    try:
-        from .. import _start_merge
-    except ImportError:
-        return None
-    return _start_merge
-
-
-# exact_int64 and pid_lookup (ingest/_start_merge.c): integer_ids and launch_pid in one pass each where built
-_compiled = _compiled_lookups()
+try:  # exact_int64, pid_lookup, id_keys and split_keys (ingest/_start_merge.c): the launch index in one pass each
+    from .. import _start_merge as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
 
 # A launch index (:func:`sorted_launches`, :func:`launches_by_id`): the launches' correlation ids ascending, their
 # pids, and the ids as int64 where they are all integers that int64 holds exactly (else None), made once where the

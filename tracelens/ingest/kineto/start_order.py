@@ -10,20 +10,12 @@ are not ascending rows of the table: numpy's stable sort of all the starts."""
 
 from __future__ import annotations
 
-from types import ModuleType
-
 import numpy as np
 
-
-def _compiled_merge() -> ModuleType | None:
-    try:
-        from .. import _start_merge
-    except ImportError:
-        return None
-    return _start_merge
-
-
-_compiled = _compiled_merge()
+try:
+    from .. import _start_merge as _compiled
+except ImportError:
+    _compiled = None  # type: ignore[assignment]
 
 
 # (the rows in stable start order; the starts in that order less the first; the first; where the merge placed the
