@@ -58,15 +58,18 @@ def _write_report(
 def _saved_documents_checked(paths: Sequence[str]) -> Iterator[None]:
     """Rendering or comparing a document saved with ``analyze --format json`` and edited since is bad input: one
     line naming the file, exit 2, not an internal error. ``load_document`` refuses a document of this schema
-    version that departs from its declared types (a field removed or of another type: its path named) before
-    anything renders it; what reaches here is what those types cannot check: a cause's, finding's or problem's
-    ``evidence`` (``dict[str, Any]``: its keys and types depend on the cause) edited to another type, and a
-    document of an older schema version (read unchecked: the types are this version's). Where no input is a
-    saved document the error stays what it is (a trace's own analysis renders whatever the trace: an error there
-    is a bug)."""
+    version whose keys hold values of another type than declared (the key's path named) before anything renders
+    it; what reaches here is what that check lets through: a key missing that a renderer needs (a document saved
+    by an earlier tracelens of this version may lack keys added since, so a missing key is not refused there), a
+    cause's, finding's or problem's ``evidence`` (``dict[str, Any]``: its keys and types depend on the cause)
+    edited to another type, and a document of an older schema version (read unchecked: the types are this
+    version's). Where no input is a saved document the error stays what it is (a trace's own analysis renders
+    whatever the trace: an error there is a bug)."""
+    from .document.saved import DAMAGED_DOCUMENT_ERRORS
+
     try:
         yield
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+    except DAMAGED_DOCUMENT_ERRORS as err:
         from .document import looks_like_document
 
         saved = [p for p in paths if looks_like_document(p)]

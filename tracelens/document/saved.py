@@ -80,6 +80,12 @@ def looks_like_document(path: str | os.PathLike[str]) -> bool:
     return head.startswith(b"{") and b'"schema_version"' in head and b'"traceEvents"' not in head
 
 
+# What rendering, comparing or summarizing a saved document raises where it was damaged or edited into something
+# its readers cannot take (a key missing, a value that passed the types but not the reader): bad input there, not an
+# internal error (load_document, cli's guard).
+DAMAGED_DOCUMENT_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError)
+
+
 def is_current_version(value: dict[str, Any]) -> bool:
     """Whether a decoded document has this version's schema (the one tracelens/document/types.py declares); an
     older one is read as it is, its summary recomputed (:func:`load_document`)."""
@@ -166,7 +172,7 @@ def load_document(path: str | os.PathLike[str]) -> Document:
     if not is_current_summary(value.get("summary")):
         try:
             value["summary"] = summarize(value)
-        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as err:
+        except DAMAGED_DOCUMENT_ERRORS as err:
             # an older version's document is read unchecked (the types describe this version's), and one of this
             # version may lack a key: a section damaged or edited since it was saved is bad input, not an error
             raise InputError(
