@@ -271,10 +271,10 @@ static int32_t span_code(SpanTable *t, Span span) {
 /* How scan_number decided the value of its last number (reported by _parse_number, for tests). */
 enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, PATH_INTEGER_AND_FRACTION };
 
-/* The categories read_category recognizes by their bytes. */
 /* counted_sizes' counters: category codes -1 to N_COUNTED_CATEGORIES - 2 (a block has a few dozen at most) */
 #define N_COUNTED_CATEGORIES 64
 
+/* The categories read_category recognizes by their bytes. */
 enum { KNOWN_NONE, KNOWN_CPU_OP, KNOWN_AC2G, KNOWN_CUDA_RUNTIME, KNOWN_KERNEL, KNOWN_FWDBWD, KNOWN_GPU_MEMCPY, N_KNOWN };
 
 typedef struct {
