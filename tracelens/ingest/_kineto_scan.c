@@ -277,6 +277,21 @@ enum { PATH_INTEGER, PATH_ZERO, PATH_CLINGER, PATH_EISEL_LEMIRE, PATH_DEFERRED, 
 /* The categories read_category recognizes by their bytes. */
 enum { KNOWN_NONE, KNOWN_CPU_OP, KNOWN_AC2G, KNOWN_CUDA_RUNTIME, KNOWN_KERNEL, KNOWN_FWDBWD, KNOWN_GPU_MEMCPY, N_KNOWN };
 
+#if defined(HAVE_SSE2) && defined(HAVE_LITTLE_ENDIAN_LOADS)
+#define HAVE_FLOW_TEMPLATES 1
+#define FLOW_CHUNKS 8 /* a flow's bytes after its "ph" member, through its '}': at most 16 * FLOW_CHUNKS */
+#define FLOW_BYTES (16 * FLOW_CHUNKS)
+#define FLOW_SET_BITS 4
+/* One shape of flow event as Kineto writes it (flow_template_build): each byte's range [lo, hi] (a constant
+ * byte, a digit, a first digit 1-9; 0-255 past the event's end), `length` bytes through the '}'. key: the
+ * shape's digits in its first 48 bytes and its phase (flow_template_key), 0 where empty. */
+typedef struct {
+    uint64_t key;
+    int32_t length;
+    unsigned char lo[FLOW_BYTES], hi[FLOW_BYTES];
+} FlowTemplate;
+#endif
+
 typedef struct {
     const unsigned char *p, *end;
     double *floats[N_ROW_FLOATS]; /* a column per row float field, one value per complete event: the reader
@@ -311,6 +326,10 @@ typedef struct {
     uint64_t category_counts[N_COUNTED_CATEGORIES]; /* rows + those linked << 32: one add a row */
     double max_abs_ts;
     int uncounted;
+#ifdef HAVE_FLOW_TEMPLATES
+    FlowTemplate flow_templates[1 << FLOW_SET_BITS][2]; /* flow_template_skip's: two ways a set */
+#endif
+    int64_t flow_template_hits; /* the flow events it took (for tests: _flow_templates) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -1812,6 +1831,139 @@ static inline ALWAYS_INLINE void count_row(Scanner *s, const double *f, int32_t 
     /* (a ts, correlation or pid phase two sets is one of s->texts: build_result finds it there) */
 }
 
+/* Flow events ("ph" "s" or "f": no rows, checked only) checked whole against a template of their shape.
+ * Kineto writes them in few shapes (the lengths of the id, pid and tid; the category; "bp" on "f" only):
+ *     ,"id":ID,"pid":PID,"tid":TID,"ts":1712195495519695.8,"cat":"ac2g","name":"ac2g","bp":"e"\n  }
+ * after the event's "ph":"s"; the member by member check below takes a seventh of the scan's time on
+ * them. A template holds each byte's range: a constant byte, a digit, or the first digit of a run of two or
+ * more (1-9); 16 bytes are compared a step, with no branch but the last. An event that matches one is
+ * exactly what the member sequence accepts, with the same effects (a flow's members set nothing kept:
+ * integers of at most 16 digits and the timestamp's shape are neither deferred nor declined, texts are
+ * ASCII without escapes), and it ends at its '}'. Any other event (another shape, or one that does not
+ * match) goes through the member sequence, which alone declines. The templates are learnt from the events
+ * (flow_template_build, which takes only the shape above) and found by the digits of their first 48 bytes
+ * and the phase, two a set. flow_templates_enabled: off for tests (scan_events' output the same). */
+static int flow_templates_enabled = 1;
+static int64_t flow_template_hits; /* summed over the scanners as they finish */
+
+#ifdef HAVE_FLOW_TEMPLATES
+static inline ALWAYS_INLINE unsigned digit_mask_16(__m128i chunk) {
+    __m128i d = _mm_sub_epi8(chunk, _mm_set1_epi8('0'));
+    return (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
+}
+
+/* The template key of the bytes at p (FLOW_BYTES readable): its digits in the first 48, the phase byte. */
+static inline ALWAYS_INLINE uint64_t flow_template_key(const __m128i *chunk, unsigned char phase) {
+    return (uint64_t)digit_mask_16(chunk[0]) | (uint64_t)digit_mask_16(chunk[1]) << 16 |
+           (uint64_t)digit_mask_16(chunk[2]) << 32 | (uint64_t)phase << 48 | UINT64_C(1) << 63;
+}
+
+static inline ALWAYS_INLINE int flow_template_matches(const FlowTemplate *t, const __m128i *chunk) {
+    __m128i ok = _mm_set1_epi8(-1);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC unroll 8
+#endif
+    for (int i = 0; i < FLOW_CHUNKS; i++) {
+        __m128i lo = _mm_loadu_si128((const __m128i *)(t->lo + 16 * i));
+        __m128i hi = _mm_loadu_si128((const __m128i *)(t->hi + 16 * i));
+        ok = _mm_and_si128(ok, _mm_and_si128(_mm_cmpeq_epi8(_mm_max_epu8(chunk[i], lo), chunk[i]),
+                                             _mm_cmpeq_epi8(_mm_min_epu8(chunk[i], hi), chunk[i])));
+    }
+    return _mm_movemask_epi8(ok) == 0xFFFF;
+}
+
+/* flow_template_build's steps: each takes the bytes at p[*at] into the template, or returns 0. */
+static int template_constant(FlowTemplate *t, const unsigned char *p, int *at, const char *text) {
+    for (; *text; text++, (*at)++) {
+        if (*at >= FLOW_BYTES || p[*at] != (unsigned char)*text) return 0;
+        t->lo[*at] = t->hi[*at] = (unsigned char)*text;
+    }
+    return 1;
+}
+
+/* A JSON integer of 1 to 16 digits, a '-' before it or not: its digits each a range, the first 1-9 where
+ * there are more (no leading zero). */
+static int template_integer(FlowTemplate *t, const unsigned char *p, int *at) {
+    int n = 0;
+    if (*at < FLOW_BYTES && p[*at] == '-') t->lo[*at] = t->hi[*at] = '-', (*at)++;
+    while (*at + n < FLOW_BYTES && is_digit(p[*at + n])) n++;
+    if (n == 0 || n > 16 || (n > 1 && p[*at] == '0')) return 0;
+    for (int k = 0; k < n; k++) t->lo[*at + k] = k == 0 && n > 1 ? '1' : '0', t->hi[*at + k] = '9';
+    *at += n;
+    return 1;
+}
+
+/* Kineto's timestamp, as read_timestamp's fast path takes it: 16 digits (the first 1-9), a point, a digit. */
+static int template_timestamp(FlowTemplate *t, const unsigned char *p, int *at) {
+    if (*at + 18 > FLOW_BYTES || p[*at] == '0' || p[*at + 16] != '.' || !is_digit(p[*at + 17])) return 0;
+    for (int k = 0; k < 18; k++) {
+        if (k != 16 && !is_digit(p[*at + k])) return 0;
+        t->lo[*at + k] = k == 16 ? '.' : k == 0 ? '1' : '0';
+        t->hi[*at + k] = k == 16 ? '.' : '9';
+    }
+    *at += 18;
+    return 1;
+}
+
+/* A string of printable ASCII without escapes (at most 32 bytes between its quotes), each byte a constant. */
+static int template_text(FlowTemplate *t, const unsigned char *p, int *at) {
+    int n = 1;
+    if (*at >= FLOW_BYTES || p[*at] != '"') return 0;
+    while (*at + n < FLOW_BYTES && p[*at + n] >= 0x20 && p[*at + n] < 0x7F && p[*at + n] != '"' && p[*at + n] != '\\')
+        n++;
+    if (*at + n >= FLOW_BYTES || p[*at + n] != '"' || n > 33) return 0;
+    for (int k = 0; k <= n; k++) t->lo[*at + k] = t->hi[*at + k] = p[*at + k];
+    *at += n + 1;
+    return 1;
+}
+
+/* The template of the flow event at p (after its "ph" member; FLOW_BYTES readable): 0 unless it is of the
+ * shape flow_template_skip describes, ended by whitespace (Kineto's "\n  ") and its '}'. */
+static NOINLINE int flow_template_build(FlowTemplate *t, const unsigned char *p, uint64_t key) {
+    int at = 0;
+    memset(t->lo, 0, FLOW_BYTES);
+    memset(t->hi, 0xFF, FLOW_BYTES);
+    if (!(template_constant(t, p, &at, ",\"id\":") && template_integer(t, p, &at) &&
+          template_constant(t, p, &at, ",\"pid\":") && template_integer(t, p, &at) &&
+          template_constant(t, p, &at, ",\"tid\":") && template_integer(t, p, &at) &&
+          template_constant(t, p, &at, ",\"ts\":") && template_timestamp(t, p, &at) &&
+          template_constant(t, p, &at, ",\"cat\":") && template_text(t, p, &at) &&
+          template_constant(t, p, &at, ",\"name\":") && template_text(t, p, &at)))
+        return 0;
+    if (at < FLOW_BYTES && p[at] == ',' && !(template_constant(t, p, &at, ",\"bp\":") && template_text(t, p, &at)))
+        return 0;
+    while (at < FLOW_BYTES && is_space(p[at])) t->lo[at] = t->hi[at] = p[at], at++;
+    if (!template_constant(t, p, &at, "}")) return 0;
+    t->key = key;
+    t->length = at;
+    return 1;
+}
+
+/* A flow event at s->p (after its "ph" member) that matches a template: s->p past its '}', 1; else 0 (s->p
+ * as it was: the member sequence reads it). */
+static inline ALWAYS_INLINE int flow_template_skip(Scanner *s, unsigned char phase) {
+    const unsigned char *p = s->p;
+    __m128i chunk[FLOW_CHUNKS];
+    if (!flow_templates_enabled || s->end - p < FLOW_BYTES) return 0;
+    for (int i = 0; i < FLOW_CHUNKS; i++) chunk[i] = _mm_loadu_si128((const __m128i *)(p + 16 * i));
+    uint64_t key = flow_template_key(chunk, phase);
+    FlowTemplate *set = s->flow_templates[(key * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - FLOW_SET_BITS)];
+    FlowTemplate *t = NULL;
+    if (set[0].key == key && flow_template_matches(&set[0], chunk)) t = &set[0];
+    else if (set[1].key == key && flow_template_matches(&set[1], chunk)) t = &set[1];
+    else {
+        FlowTemplate learnt;
+        if (!flow_template_build(&learnt, p, key) || !flow_template_matches(&learnt, chunk)) return 0;
+        set[1] = set[0]; /* the new one first, the last one kept beside it */
+        set[0] = learnt;
+        t = &set[0];
+    }
+    s->p = p + t->length;
+    s->flow_template_hits++;
+    return 1;
+}
+#endif
+
 static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
@@ -1871,6 +2023,9 @@ static int scan_event(Scanner *s) {
              * converted (any other shape is read as always: a number deferred is still checked); should a
              * later "ph" member make the event a complete one, it is read again, converting all */
             checked_only = 1;
+#ifdef HAVE_FLOW_TEMPLATES
+            if (flow_template_skip(s, s->p[-2])) goto members_done; /* the whole event at once, if it can */
+#endif
             KINETO_MEMBER(",\"id\":", skip_id(s, SKIP_FLOW_ID, 1));
             KINETO_MEMBER(",\"pid\":", read_id_or_text_as(s, f, F_PID, &pid_text, 0));
             KINETO_MEMBER(",\"tid\":", read_id_or_text_as(s, f, F_TID, &tid_text, 0));
@@ -2400,6 +2555,7 @@ static int scanner_start(Scanner *s, PyObject *to_number, PyObject *decode_strin
 /* Phase two after a phase one that ended with rc; frees the scanner. */
 static PyObject *scanner_finish(Scanner *s, int rc, PyObject *to_number, PyObject *decode_string) {
     PyObject *result;
+    flow_template_hits += s->flow_template_hits; /* the GIL held */
     if (rc == NO_MEMORY) result = PyErr_NoMemory();
     else if (rc != OK) result = Py_NewRef(Py_None); /* DECLINE */
     else result = build_result(s, to_number, decode_string);
@@ -3226,6 +3382,16 @@ done:
     return result;
 }
 
+static PyObject *flow_templates_py(PyObject *module, PyObject *args) {
+    int enabled;
+    long long hits = (long long)flow_template_hits;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "p:_flow_templates", &enabled)) return NULL;
+    flow_templates_enabled = enabled;
+    flow_template_hits = 0;
+    return PyLong_FromLongLong(hits);
+}
+
 static PyMethodDef methods[] = {
     {"counted_sizes", counted_sizes_py, METH_VARARGS,
      "counted_sizes(row_counts, max_abs_ts, kind_table, kind_flags, max_time_us)\n"
@@ -3284,6 +3450,10 @@ static PyMethodDef methods[] = {
      "PyOS_string_to_double); None when the text is not one JSON number or is out of range (a block holding\n"
      "it is declined). padded: the text followed by 32 more bytes, as a number inside a block is (Kineto's\n"
      "numbers are then read by their fast path; without, at the end of the buffer, by the general one)."},
+    {"_flow_templates", flow_templates_py, METH_VARARGS,
+     "_flow_templates(enabled) -> int\n\n"
+     "For tests: whether scan_events checks flow events against templates of their shapes (its output is the\n"
+     "same either way); returns how many flow events the templates took since the last call."},
     {NULL, NULL, 0, NULL},
 };
 
