@@ -2837,24 +2837,15 @@ static inline ALWAYS_INLINE int is_launch(const Inputs *x, Py_ssize_t i, int fla
            !isnan(((const double *)x->in[F_PID].buf)[i]);
 }
 
-/* The columns prepare_scanned may write narrow, in 4-byte items (the reader's row chunks hold them so: the pages
- * of ~45 MB fewer at the 406 MB Kineto tile): the int64 ids and durations as int32, the GPU rows' float fields
- * (not their correlation: ids beyond float32's 2^24) as float32. A bit per column (1 << column; 0: wide only). */
-static inline unsigned narrow_column(int k) {
-    switch (k) {
-    case P_DURATION: case P_PID: case P_TID: case P_CORRELATION: case P_EXTERNAL_ID: case P_GPU_PID: case P_GPU_TID:
-    case P_DEVICE: case P_STREAM: case P_BYTES: case P_REGISTERS: case P_SHARED_MEMORY: case P_OCCUPANCY_PCT:
-    case P_GRID: case P_BLOCK:
-        return 1u << k;
-    default:
-        return 0u;
-    }
+/* The id columns prepare_scanned may write as int32 (the reader's row chunks hold them so where every value of the
+ * trace fits: 4 bytes a row each instead of 8, the pages of ~25 MB fewer at the 406 MB Kineto tile): a bit per
+ * column (0: int64 only). */
+static inline unsigned narrow_id(int k) {
+    return k == P_PID ? 1u : k == P_TID ? 2u : k == P_CORRELATION ? 4u : k == P_EXTERNAL_ID ? 8u : 0u;
 }
-typedef char prepared_columns_fit_the_narrow_bits[N_PREPARED <= 32 ? 1 : -1];
 
-/* An int64 value (an id's id_parts data, a duration) stored in its column, int32 where `narrow` (its
- * narrow_column bit; that bit set in misfit where the value does not fit: the caller then writes that column
- * as int64). */
+/* An id's int64 data (id_parts) stored in its column, int32 where `narrow` (its narrow_id bit; that bit set in
+ * misfit where the value does not fit: the caller then writes that column as int64). */
 #define STORE_ID(column, narrow, i, value, misfit)                                                               \
     do {                                                                                                        \
         if (narrow) {                                                                                           \
@@ -2864,25 +2855,6 @@ typedef char prepared_columns_fit_the_narrow_bits[N_PREPARED <= 32 ? 1 : -1];
             ((int64_t *)(column))[i] = (value);                                                                 \
         }                                                                                                       \
     } while (0)
-
-/* A float64 value stored at column[i], float32 where `narrow` (its narrow_column bit, set in *misfit where the
- * float32 read back as float64 is not the same 64 bits: a fraction or integer float32 cannot hold, a NaN of
- * another payload; the caller then writes that column as float64). */
-static inline ALWAYS_INLINE void store_float(void *column, unsigned narrow, Py_ssize_t i, double value,
-                                             unsigned *misfit) {
-    if (!narrow) {
-        ((double *)column)[i] = value;
-        return;
-    }
-    /* (out of float32's range and finite: not converted, a misfit) */
-    float narrowed = fabs(value) > FLT_MAX && !isinf(value) ? 0.0f : (float)value;
-    double back = (double)narrowed;
-    uint64_t want, got;
-    memcpy(&want, &value, 8);
-    memcpy(&got, &back, 8);
-    ((float *)column)[i] = narrowed;
-    if (want != got) *misfit |= narrow;
-}
 
 /* prepared_sizes(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us):
  * (gpu rows, launches) of the block prepare_scanned makes, or None where a row is dropped. */
@@ -2974,10 +2946,10 @@ static const int PN_WRITTEN[N_PN] = {0, 0, 0, 0, 1, 1};
  * and prepare.prepare_block make of them (the same values), in one pass with the GIL released, into
  * `columns`: N_PREPARED writable buffers sized by prepared_sizes. With `names` (PN_*), also the block that
  * named_kinds.ready_block then makes of it, in that same pass (the kinds the names change, kind_valid,
- * launch_names, durations clamped at 0): one pass over the rows instead of two. The columns of narrow_column
- * may have 4-byte items (int32 / float32). Returns (pid_exact, tid_exact, nested, misfit): misfit, the
- * narrow_column bits (1 << column) of the narrow columns given a value they cannot hold (their other values are
- * written, those changed); 0 where all fit. */
+ * launch_names, durations clamped at 0): one pass over the rows instead of two. The pid, tid, correlation and
+ * external id columns may be int32 (narrow_id). Returns (pid_exact, tid_exact, nested, misfit): misfit, the
+ * narrow_id bits (pid 1, tid 2, correlation 4, external id 8) of the int32 columns given a value they cannot hold
+ * (their other values are written, those truncated); 0 where all fit. */
 static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
     PyObject *names_object = Py_None;
@@ -2986,7 +2958,7 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     Py_buffer out_views[N_PREPARED], name_views[N_PN];
     void *out[N_PREPARED];
     int outs = 0, named = 0, failed = 0, bad_name = 0, pid_exact = 1, tid_exact = 1, nested = 0;
-    unsigned narrow = 0, misfit = 0; /* the columns of 4-byte items (narrow_column bits); a value one cannot hold */
+    unsigned narrow = 0, misfit = 0; /* the id columns of int32 items (narrow_id bits); a value one cannot hold */
     Py_ssize_t n_gpu = 0, n_launches = 0, want_gpu, want_launches, n_names = 0, n_kinds = 0;
     double max_time_us;
     (void)module;
@@ -3027,8 +2999,8 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
     want_launches = out_views[P_LAUNCH_ROWS].len / 8;
     for (int k = 0; k < N_PREPARED; k++) {
         Py_ssize_t items = k >= P_FIRST_LAUNCH ? want_launches : k >= P_FIRST_GPU ? want_gpu : x.n;
-        if (narrow_column(k) && items > 0 && 2 * out_views[k].len == items * P_ITEM[k]) { /* 4-byte items */
-            narrow |= narrow_column(k);
+        if (narrow_id(k) && x.n > 0 && out_views[k].len == items * 4) { /* an int32 id column */
+            narrow |= narrow_id(k);
             continue;
         }
         if (out_views[k].len != items * P_ITEM[k]) {
@@ -3048,19 +3020,18 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
         const double *sparse = in->in[IN_SPARSE_FLOATS].buf;
         int8_t *kind = out[P_KIND];
         int32_t *names = out[P_NAME], *gpu_sync = out[P_GPU_SYNC_KIND];
-        int64_t *start = out[P_START], *gpu_rows = out[P_GPU_ROWS],
+        int64_t *start = out[P_START], *duration = out[P_DURATION], *gpu_rows = out[P_GPU_ROWS],
                 *launch_rows = out[P_LAUNCH_ROWS];
         void *pid_data = out[P_PID], *tid_data = out[P_TID], *correlation_data = out[P_CORRELATION],
              *external_data = out[P_EXTERNAL_ID];
-        void *duration_data = out[P_DURATION];
-        const unsigned pid_narrow = narrow & narrow_column(P_PID), tid_narrow = narrow & narrow_column(P_TID),
-                       correlation_narrow = narrow & narrow_column(P_CORRELATION),
-                       external_narrow = narrow & narrow_column(P_EXTERNAL_ID),
-                       duration_narrow = narrow & narrow_column(P_DURATION);
+        const unsigned pid_narrow = narrow & narrow_id(P_PID), tid_narrow = narrow & narrow_id(P_TID),
+                       correlation_narrow = narrow & narrow_id(P_CORRELATION),
+                       external_narrow = narrow & narrow_id(P_EXTERNAL_ID);
         int64_t id_value;
         unsigned char *pid_valid = out[P_PID_VALID], *tid_valid = out[P_TID_VALID],
                       *correlation_valid = out[P_CORRELATION_VALID], *external_valid = out[P_EXTERNAL_ID_VALID];
-        double *gpu_correlation = out[P_GPU_CORRELATION], *launch_correlation = out[P_LAUNCH_CORRELATION],
+        double *gpu_correlation = out[P_GPU_CORRELATION], *gpu_pid = out[P_GPU_PID], *gpu_tid = out[P_GPU_TID],
+               *grid = out[P_GRID], *block = out[P_BLOCK], *launch_correlation = out[P_LAUNCH_CORRELATION],
                *launch_pid = out[P_LAUNCH_PID];
         Py_ssize_t record = 0; /* the first sparse record not before row i (both ascending) */
         for (Py_ssize_t i = 0; i < in->n; i++) {
@@ -3082,7 +3053,7 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
                     ? in->n_table - 1 : ((const int32_t *)in->in[IN_CODES + S_CAT].buf)[i]];
             names[i] = name[i];
             start[i] = us_to_ns(ts[i], max_time_us);
-            int64_t row_duration = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
+            duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
             nested |= (flags & KIND_NESTED) && !isnan(t);
             pid_exact &= id_parts(p, &id_value, &pid_valid[i]);
             STORE_ID(pid_data, pid_narrow, i, id_value, misfit);
@@ -3114,9 +3085,8 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
                 ((unsigned char *)name_views[PN_KIND_VALID].buf)[i] =
                     (unsigned char)(k | (pid_valid[i] != 0) << 4 | (tid_valid[i] != 0) << 5 |
                                     (correlation_valid[i] != 0) << 6 | (external_valid[i] != 0) << 7);
-                if (row_duration < 0) row_duration = 0;
+                if (duration[i] < 0) duration[i] = 0;
             }
-            STORE_ID(duration_data, duration_narrow, i, row_duration, misfit);
             if (flags & KIND_NOT_HOST) {
                 if (n_gpu == want_gpu) {
                     failed = 1;
@@ -3125,17 +3095,14 @@ static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
                 Py_ssize_t g = n_gpu++;
                 gpu_rows[g] = (int64_t)i;
                 gpu_correlation[g] = c;
-                store_float(out[P_GPU_PID], narrow & narrow_column(P_GPU_PID), g, pid[i], &misfit);
-                store_float(out[P_GPU_TID], narrow & narrow_column(P_GPU_TID), g, tid[i], &misfit);
+                gpu_pid[g] = pid[i];
+                gpu_tid[g] = tid[i];
                 gpu_sync[g] = sync_kind[i];
                 for (int f = 0; f <= P_OCCUPANCY_PCT - P_DEVICE; f++)
-                    store_float(out[P_DEVICE + f], narrow & narrow_column(P_DEVICE + f), g,
-                                fields != NULL ? fields[F_DEVICE - N_ROW_FLOATS + f] : NAN, &misfit);
+                    ((double *)out[P_DEVICE + f])[g] = fields != NULL ? fields[F_DEVICE - N_ROW_FLOATS + f] : NAN;
                 for (int a = 0; a < 3; a++) {
-                    store_float(out[P_GRID], narrow & narrow_column(P_GRID), 3 * g + a,
-                                fields != NULL ? fields[F_GRID_X - N_ROW_FLOATS + a] : NAN, &misfit);
-                    store_float(out[P_BLOCK], narrow & narrow_column(P_BLOCK), 3 * g + a,
-                                fields != NULL ? fields[F_BLOCK_X - N_ROW_FLOATS + a] : NAN, &misfit);
+                    grid[3 * g + a] = fields != NULL ? fields[F_GRID_X - N_ROW_FLOATS + a] : NAN;
+                    block[3 * g + a] = fields != NULL ? fields[F_BLOCK_X - N_ROW_FLOATS + a] : NAN;
                 }
             }
             if (is_launch(in, i, flags)) {
@@ -3273,9 +3240,9 @@ static PyMethodDef methods[] = {
      "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns\n"
      "                [, names]) -> (pid_exact, tid_exact, nested, misfit)\n\n"
      "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
-     "columns (writable buffers of the sizes prepared_sizes gives; the duration and id columns int64 or int32,\n"
-     "the GPU rows' fields but their correlation float64 or float32; misfit the bits 1 << column of the\n"
-     "narrow ones given a value they cannot hold exactly); with names (name_bits,\n"
+     "columns (writable buffers of the sizes prepared_sizes gives; the pid, tid, correlation and external id\n"
+     "columns int64 or int32, misfit the bits 1, 2, 4, 8 of the int32 ones given a value they cannot hold,\n"
+     "in that order); with names (name_bits,\n"
      "step_kind, driver_kind, launch_side, kind_valid, launch_names), name_kinds' steps in the same pass."},
     {"name_kinds", name_kinds_py, METH_VARARGS,
      "name_kinds(kind, codes, name_bits, step_kind, driver_kind, launch_side, pid_valid, tid_valid,\n"

@@ -35,22 +35,14 @@ def field_at(
     scale: float = 1.0,
 ) -> Stored:
     """:func:`sparse_column` of the GPU ``field`` (a value per GPU row in file order; dropped from ``parts``)
-    at some GPU ``rows`` (their table rows ``at_rows``), divided by ``scale`` unless 1.
-
-    The row chunks hold most GPU fields as float32 where each value is that float32 exactly (row_chunks.
-    FLOAT32_KEYS): sparse_column stores them as it stores their float64 values (the integer columns' casts and
-    range tests are exact either way); a scaled field is divided as float64."""
+    at some GPU ``rows`` (their table rows ``at_rows``), divided by ``scale`` unless 1."""
     values = np.take(parts.pop(field), rows)
-    if scale != 1.0:
-        values = values.astype(np.float64)
-        values /= scale
-    return sparse_column(values, at_rows, n, column)
+    return sparse_column(values if scale == 1.0 else values / scale, at_rows, n, column)
 
 
 def geometry(parts: Appended, field: str, rows: np.ndarray, at_rows: np.ndarray, n: int) -> list[Stored]:
     """The x, y and z columns of a kernel's ``grid`` or ``block`` (three values per GPU row) at the kernel
-    ``rows`` (their table rows ``at_rows``): the kernels' triples gathered once (float32 or float64, as
-    :func:`field_at` takes them)."""
+    ``rows`` (their table rows ``at_rows``): the kernels' triples gathered once."""
     values = np.take(parts.pop(field), rows, axis=0)
     return [sparse_column(values[:, i], at_rows, n, f"{field}_{axis}") for i, axis in enumerate("xyz")]
 
@@ -66,12 +58,9 @@ def shared_memory(parts: Appended, rows: np.ndarray, at_rows: np.ndarray, n: int
 
 
 def with_fallback(parts: Appended, field: str, fallback: str) -> np.ndarray:
-    """The GPU ``field`` (file order; both dropped from ``parts``), ``fallback`` where it is missing (NaN), as
-    float64 (either may be held as float32: row_chunks.FLOAT32_KEYS)."""
+    """The GPU ``field`` (file order; both dropped from ``parts``), ``fallback`` where it is missing (NaN)."""
     values = parts.pop(field)
-    out = parts.pop(fallback).astype(np.float64)
-    np.copyto(out, values, where=~np.isnan(values))
-    return out
+    return np.where(np.isnan(values), parts.pop(fallback), values)
 
 
 def stream_column(parts: Appended, kept: np.ndarray, at: np.ndarray, n: int) -> Stored:

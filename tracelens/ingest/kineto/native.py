@@ -276,32 +276,16 @@ _PREPARED = (
 )
 
 
-_PREPARED_TYPE = {key: dtype for key, dtype, _ in _PREPARED}  # (the wide types)
+# prepare_scanned's bit of each id column it may write as int32 (_kineto_scan.c narrow_id), in its misfit result.
+_NARROW_BIT = {"pid": 1, "tid": 2, "correlation": 4, "external_id": 8}
+if set(_NARROW_BIT) != row_chunks.NARROW_KEYS:  # pragma: no cover - a guard for whoever changes either
+    raise ImportError("the scanner's int32 id columns are not row_chunks.NARROW_KEYS")
 
-# prepare_scanned's bit of each column it may write narrow (_kineto_scan.c narrow_column: 1 << its place), in its
-# misfit result: the ids and durations as int32, the GPU rows' float fields as float32.
-_NARROW_BIT = {
-    key: 1 << at
-    for at, (key, _, _) in enumerate(_PREPARED)
-    if key in row_chunks.NARROW_KEYS or key in row_chunks.FLOAT32_KEYS
-}
-if set(_NARROW_BIT) != row_chunks.NARROW_KEYS | row_chunks.FLOAT32_KEYS:  # pragma: no cover - a guard
-    raise ImportError("the scanner's narrow columns are not row_chunks.NARROW_KEYS and FLOAT32_KEYS")
-
-
-def _narrow(key: str, dtype: type) -> type:
-    """The type of ``key``'s row chunk slots (row_chunks.NARROW_KEYS, FLOAT32_KEYS), else ``dtype``."""
-    return (
-        np.int32 if key in row_chunks.NARROW_KEYS else np.float32 if key in row_chunks.FLOAT32_KEYS else dtype
-    )
-
-
-# The prepared columns the reader keeps in the row chunks (row_chunks.py): the int64 row columns (the ids and
-# durations as int32: row_chunks.NARROW_KEYS), and the GPU rows' and launches' float fields (float32 where
-# row_chunks.FLOAT32_KEYS), which the table build reads joined (not the block's codes, validities or row numbers,
-# which it maps, drops or shifts per block).
+# The prepared columns the reader keeps in the row chunks (row_chunks.py): the int64 row columns (the ids as int32:
+# row_chunks.NARROW_KEYS), and the GPU rows' and launches' float fields, which the table build reads joined (not
+# the block's codes, validities or row numbers, which it maps, drops or shifts per block).
 CHUNK_SLOTS: tuple[row_chunks.Slot, ...] = tuple(
-    (key, _narrow(key, dtype), per, 3 if key in ("grid", "block") else 1)
+    (key, np.int32 if key in row_chunks.NARROW_KEYS else dtype, per, 3 if key in ("grid", "block") else 1)
     for key, dtype, per in _PREPARED
     if key in row_chunks.CHUNKED_KEYS or (dtype is np.float64 and per in ("gpu", "launch"))
 )
@@ -370,14 +354,13 @@ def _prepared_columns(scanned: dict[str, Any], flags: NameFlags | None = None) -
             np.zeros(len(scanned["names"]), dtype=bool),  # launch_names
         )
     pid_exact, tid_exact, nested, misfit = module.prepare_scanned(*sources, tuple(made.values()), names)
-    # values their narrow slots cannot hold: those columns as int64 / float64 arrays (the block's pass again), and
-    # the read's next blocks take wide slots for them (a trace's ids beyond int32, a span of 2.1 s or more, a GPU
-    # field float32 does not hold: the pass again for a block or two)
+    # ids their int32 slots cannot hold: those columns as int64 arrays (the block's pass again), and the read's next
+    # blocks take int64 slots for them (a trace's ids beyond int32: the pass again for a block or two)
     if misfit:
         wide = [key for key, bit in _NARROW_BIT.items() if misfit & bit]
         if chunks is not None:
             chunks.widen(wide)
-        made.update({key: np.empty(made[key].shape, dtype=_PREPARED_TYPE[key]) for key in wide})
+        made.update({key: np.empty(n, dtype=np.int64) for key in wide})
         pid_exact, tid_exact, nested, misfit = module.prepare_scanned(*sources, tuple(made.values()), names)
     column = made.pop
     block = _counted(scanned)

@@ -29,33 +29,13 @@ import numpy as np
 
 # The keys chunked: the table's int64 row columns, the bulk of the blocks' memory (48 of ~75 bytes a row).
 CHUNKED_KEYS = frozenset(("start", "duration", "pid", "tid", "correlation", "external_id"))
-# Of them, the ids and durations the reader's slots hold as int32 (native.CHUNK_SLOTS): Kineto's pids, tids,
-# correlation and external ids fit, and durations under 2.1 s, and a row chunk is a fresh page per 1,024 rows
-# instead of 512 (~6K fewer page faults at the 406 MB tile, ~1.5 us each on a ballooned VM: benchmarks/results/
-# kcol18.md, kkept23.md). A block with a value beyond int32 writes that column as an int64 array of its own, and the
-# read's next blocks take int64 slots for it (RowChunks.widen); the table build widens the joined columns (a view,
-# or a copy where blocks differ) as it puts them in table order (Appended.pop_taken).
-NARROW_KEYS = frozenset(("duration", "pid", "tid", "correlation", "external_id"))
-# The GPU rows' float fields the reader's slots hold as float32 (native.CHUNK_SLOTS) where each value is that
-# float32 exactly (small integers, NaN where missing): not their correlation ids (beyond float32's 2^24 in long
-# traces). A block with a value float32 does not hold writes that field as float64, and the read's next blocks take
-# float64 slots for it (RowChunks.widen); the table build widens what it takes of them (gpu_columns.py).
-FLOAT32_KEYS = frozenset(
-    (
-        "gpu_pid",
-        "gpu_tid",
-        "device",
-        "stream",
-        "bytes",
-        "registers",
-        "shared_memory",
-        "occupancy_pct",
-        "grid",
-        "block",
-    )
-)
-# each narrow slot's type, and the wide type its key's values take where a block's do not fit it
-_WIDE: dict[np.dtype[Any], type] = {np.dtype(np.int32): np.int64, np.dtype(np.float32): np.float64}
+# Of them, the ids the reader's slots hold as int32 (native.CHUNK_SLOTS): Kineto's pids, tids, correlation and
+# external ids fit, and a row chunk is a fresh page per 1,024 rows instead of 512 (~6K fewer page faults at the
+# 406 MB tile, ~1.5 us each on a ballooned VM: benchmarks/results/kcol18.md). A block with an id beyond int32
+# writes that column as an int64 array of its own, and the read's next blocks take int64 slots for it
+# (RowChunks.widen); the table build widens the joined ids (a view, or a copy where blocks differ) as it puts
+# them in table order (Appended.pop_taken).
+NARROW_KEYS = frozenset(("pid", "tid", "correlation", "external_id"))
 # A chunk: the page cache's smallest array (memory.reusing_array_pages serves arrays from 4 MiB on).
 CHUNK_ROWS = 2**19
 # Chunked only for traces whose columns fill chunks (below, a chunk mostly empty per key: where huge pages pay,
@@ -123,16 +103,16 @@ class RowChunks:
             self._wide.update(keys)
 
     def _dtype(self, key: str, dtype: type) -> type:
-        return _WIDE.get(np.dtype(dtype), dtype) if key in self._wide else dtype
+        return np.int64 if key in self._wide else dtype
 
     def taken(self, key: str, values: np.ndarray, slot: Slot) -> np.ndarray:
         """``values`` (a block's column of ``key``) copied into the key's next slice, where they fit its ``slot``
-        (of their dtype, or int64 / float64 values an int32 / float32 slot holds exactly)."""
+        (of their dtype, or int64 values an int32 slot holds)."""
         _, dtype, per, width = slot
         dtype = self._dtype(key, dtype)
         if values.shape[1:] != (() if width == 1 else (width,)):
             return values
-        if values.dtype != dtype and not _fits_narrow(values, dtype):
+        if values.dtype != dtype and not _fits_int32(values, dtype):
             return values
         with self._lock:
             into = self._take(key, values.shape[0], dtype, per, width)
@@ -157,17 +137,12 @@ class RowChunks:
         return chunk[used : used + items]
 
 
-def _fits_narrow(values: np.ndarray, dtype: type) -> bool:
-    """Whether ``values`` go into a ``dtype`` slot unchanged: int64 values into int32 within its range, float64
-    ones into float32 where each reads back as the same 64 bits (NaN included)."""
-    if values.dtype == np.int64 and dtype is np.int32:
-        info = np.iinfo(np.int32)
-        return values.size == 0 or (int(values.min()) >= info.min and int(values.max()) <= info.max)
-    if values.dtype == np.float64 and dtype is np.float32:
-        with np.errstate(over="ignore", invalid="ignore"):
-            back = values.astype(np.float32).astype(np.float64)
-        return bool(np.array_equal(back.view(np.int64), values.view(np.int64)))
-    return False
+def _fits_int32(values: np.ndarray, dtype: type) -> bool:
+    """Whether ``values`` (int64) go into an int32 ``dtype`` slot unchanged."""
+    if values.dtype != np.int64 or dtype is not np.int32:
+        return False
+    info = np.iinfo(np.int32)
+    return values.size == 0 or (int(values.min()) >= info.min and int(values.max()) <= info.max)
 
 
 _CURRENT: contextvars.ContextVar[RowChunks | None] = contextvars.ContextVar("row_chunks", default=None)
