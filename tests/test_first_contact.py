@@ -3,7 +3,13 @@ gave a wrong answer; the expected figures are read off the events written here."
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +18,8 @@ import pytest
 import tracelens
 from tracelens.ingest import kineto
 from tracelens.report import render
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 def _x(cat: str, name: str, pid: int, tid: int, ts: float, dur: float, **args: Any) -> dict:
@@ -66,3 +74,27 @@ def test_launches_of_other_devices_are_launches(
     assert doc["launch"]["gpu_ops"] == 5 and doc["launch"]["matched_ops"] == 5
     assert doc["launch"]["latency"]["max_ns"] == 7000  # kernel start (i*100+10 µs) - call end (i*100+3 µs)
     assert doc["diagnosis"]["completeness"]["problems"] == []
+
+
+def test_a_reader_warning_is_one_line_on_stderr(tmp_path: Path) -> None:
+    """An Nsight export whose StringIds table lost rows (a cut-down export) is read with a warning. The program
+    prints it as one line like its other messages (was Python's display: tracelens's source file and line, then
+    the line of code ``return NsysReader(path).read()``)."""
+    path = tmp_path / "lost_strings.sqlite"
+    shutil.copy(FIXTURES / "nsys" / "handmade_nsys2026.sqlite", path)
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        for column in ("demangledName", "shortName"):
+            db.execute(f"DELETE FROM StringIds WHERE id IN (SELECT {column} FROM CUPTI_ACTIVITY_KIND_KERNEL)")
+        db.commit()
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES.parent)}
+    done = subprocess.run(
+        [sys.executable, "-m", "tracelens", "analyze", "-f", "json", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"tracelens: warning: {path}: ") and "StringIds lacks" in lines[0]
