@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_xplane_helpers as pb
 
 import tracelens
 from tracelens.ingest import kineto
@@ -98,3 +99,34 @@ def test_a_reader_warning_is_one_line_on_stderr(tmp_path: Path) -> None:
     lines = done.stderr.splitlines()
     assert len(lines) == 1, done.stderr
     assert lines[0].startswith(f"tracelens: warning: {path}: ") and "StringIds lacks" in lines[0]
+
+
+def test_a_tpu_xplane_is_not_told_to_record_its_gpu(tmp_path: Path) -> None:
+    """A JAX profile of a TPU: the host plane and a ``/device:TPU:0`` plane (XLA Ops, XLA Modules, Steps lines, as
+    the TPU profiler writes them), which tracelens does not read. The analysis is the host side's, and it says so:
+    a warning names the plane, and the completeness fix says the device activity is there (was: "Record the GPU
+    side: a GPU jaxlib with CUPTI found ...", as if the recording had failed)."""
+    ps = 1000
+    host = pb.plane(
+        0,
+        "/host:CPU",
+        [pb.line(1, "python", 0, [pb.event(1, i * ps**2, 200 * ps) for i in range(4)])],
+        {1: "PjitFunction(train_step)"},
+        {},
+    )
+    ops = [pb.event(1, (i * 1000 + 100) * ps, 800 * ps) for i in range(4)]
+    tpu = pb.plane(
+        1,
+        "/device:TPU:0",
+        [pb.line(2, "XLA Ops", 0, ops), pb.line(3, "XLA Modules", 0, ops)],
+        {1: "fusion.1"},
+        {},
+    )
+    path = tmp_path / "host0.xplane.pb"
+    path.write_bytes(pb.space([host, tpu], ["host0"]))
+    doc = _analyze(path)
+    assert doc["source"]["framework"] == "jax" and doc["summary"]["device_count"] == 0
+    assert any("/device:TPU:0" in w for w in doc["source"]["warnings"])
+    (problem,) = doc["diagnosis"]["completeness"]["problems"]
+    assert problem["kind"] == "no_gpu_activity" and problem["blocking"]
+    assert "/device:TPU:0" in problem["fix"] and "CUPTI" not in problem["fix"]
