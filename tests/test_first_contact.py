@@ -17,6 +17,7 @@ import pytest
 import test_xplane_helpers as pb
 
 import tracelens
+from tracelens import run as runs
 from tracelens.ingest import kineto
 from tracelens.report import render
 
@@ -130,3 +131,25 @@ def test_a_tpu_xplane_is_not_told_to_record_its_gpu(tmp_path: Path) -> None:
     (problem,) = doc["diagnosis"]["completeness"]["problems"]
     assert problem["kind"] == "no_gpu_activity" and problem["blocking"]
     assert "/device:TPU:0" in problem["fix"] and "CUPTI" not in problem["fix"]
+
+
+def test_a_rank_whose_gpu_side_is_missing_is_named(tmp_path: Path) -> None:
+    """A run of two Kineto ranks where rank 1's profiler lost the GPU side (launch calls, no kernel). The run's
+    figures and diagnosis come from rank 0 (the only rank with a GPU), and the run says that rank 1 cannot answer
+    (was: nothing; only an Nsight export's own reader warning ever said so)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank, with_gpu in ((0, True), (1, False)):
+        events = []
+        for i in range(1, 4):
+            events.append(_x("cuda_runtime", "cudaLaunchKernel", 100, 100, i * 100, 3, correlation=i))
+            if with_gpu:
+                events.append(_x("kernel", "gemm", 0, 7, i * 100 + 10, 80, correlation=i, device=0, stream=7))
+        top = {"distributedInfo": {"rank": rank, "world_size": 2}}
+        (run / f"rank{rank}.pt.trace.json").write_text(json.dumps({"traceEvents": events, **top}))
+    doc, failures = runs.analyze_run([run], workers=1, cache_dir=tmp_path / "cache")
+    assert not failures
+    assert [r["gpus"] for r in doc["ranks"]] == [1, 0]
+    named = [w for w in doc["source"]["warnings"] if w.startswith("rank 1: ")]
+    assert len(named) == 1 and "launches_without_gpu_activity" in named[0]
+    assert not any(w.startswith("rank 0: ") for w in doc["source"]["warnings"])
