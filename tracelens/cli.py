@@ -13,6 +13,7 @@ import glob
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -505,10 +506,24 @@ def entry() -> int:
     analyze of the 406 MB Kineto trace); nothing left then needs the collector to be freed or finalized (tracelens's
     files are closed and its output written; the interpreter flushes stdout whatever the collector does).
     Where nothing else runs, the process then ends without the interpreter's teardown (:func:`_exit_at_once`)."""
+    warnings.showwarning = _show_warning
     status = main()
     gc.freeze()
     _exit_at_once(status)
     return status
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+) -> None:
+    """A warning raised while the program runs (a reader's, naming the file and what it made of it) as one line on
+    stderr, like every other message: Python's own display adds the source file and line of tracelens's code."""
+    click.echo(f"tracelens: warning: {message}", err=True)
 
 
 def _exit_at_once(status: int) -> None:

@@ -195,7 +195,14 @@ def judge(trace: Trace) -> dict[str, Any]:
             "framework_ops": int(cols.of_kind("cpu_op").sum()),
             "annotations": int(cols.of_kind("annotation").sum()),
         }
-        problems.append(_problem("no_gpu_activity", True, evidence, _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE))
+        unread = trace.metadata.extra.get("unread_device_planes")
+        fix = (
+            f"The trace's device activity is on {', '.join(map(str, unread))}, which tracelens does not read: it "
+            "analyses GPUs (CUDA/ROCm) only; the host-side findings still hold."
+            if unread
+            else _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE
+        )
+        problems.append(_problem("no_gpu_activity", True, evidence, fix))
     elif launch_count:
         last_gpu_end = window[1] if window is not None else None
         after = (

@@ -181,6 +181,12 @@ def build_run_document(
     imbalance["straggler_rank"] = straggler["rank"] if straggler else None
     whatif, whatif_warnings = _whatif(results, ranks, comparable)
     warnings = [*warnings, *whatif_warnings]
+    warnings += [
+        f"rank {rank}: its trace cannot say why the GPU idles ({', '.join(r['blocking_problems'])}): "
+        "its GPU side is missing"
+        for r, rank in zip(results, ranks, strict=True)
+        if r.get("blocking_problems")
+    ]
     frameworks = sorted({r["metadata"]["framework"] for r in results})
     world_sizes = {r["metadata"]["world_size"] for r in results} - {None}
     doc: dict[str, Any] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..document import dumps
 from ..errors import TracelensError, UsageError
@@ -65,6 +65,8 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             "idle_by_cause": attribution.get("total_by_cause")
             if attribution
             else None,  # summed over the rank's GPUs
+            # the completeness problems that leave the rank's trace unable to answer (its GPU side missing)
+            "blocking_problems": _blocking_problems(cast(dict[str, Any], doc)),
             "worker_peak_rss_bytes": _peak_rss_bytes(),
             "replay_points": graph_points(trace),  # the run's replay checks its size before reading any rank
         }
@@ -78,6 +80,12 @@ def ingest_and_summarize(source: str, parquet_path: str, reuse: bool) -> dict[st
             "source": source,
             "error": f"{source}: internal error: {type(err).__name__}: {err}",
         }
+
+
+def _blocking_problems(doc: dict[str, Any]) -> list[str]:
+    """The kinds of the document's blocking completeness problems (the trace cannot answer: GPU side missing)."""
+    completeness = (doc.get("diagnosis") or {}).get("completeness") or {}
+    return [str(p.get("kind")) for p in completeness.get("problems") or [] if p.get("blocking")]
 
 
 def _peak_rss_bytes() -> int | None:

@@ -41,6 +41,13 @@ _KIND_OF_CATEGORY: dict[str, str | None] = {
     "cuda_runtime": RUNTIME,
     "runtime": RUNTIME,
     "cuda_driver": DRIVER,
+    # the host API calls of the other devices Kineto records, launches and copies as cuda_runtime's (Intel XPU,
+    # an out-of-tree PrivateUse1 backend such as Ascend NPU, MTIA), with their kernels as "kernel"
+    "xpu_runtime": RUNTIME,
+    "xpu_driver": DRIVER,
+    "privateuse1_runtime": RUNTIME,
+    "privateuse1_driver": DRIVER,
+    "mtia_runtime": RUNTIME,
     "cpu_op": CPU_OP,
     "operator": CPU_OP,
     "user_annotation": ANNOTATION,

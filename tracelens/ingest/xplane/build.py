@@ -345,6 +345,11 @@ def _metadata(
         warnings.append("hosts have no Task Environment start time: their clocks are not aligned")
     for host in hosts:
         warnings.extend(f"{host.path.name}: profiler error: {e}" for e in list(host.space.errors)[:5])
+    unread = sorted({name for host in hosts for name in host.unread_devices})
+    if unread:
+        warnings.append(
+            f"device planes not read: {', '.join(unread)} (tracelens reads GPU activity, /device:GPU:N, only)"
+        )
     return TraceMetadata(
         source_format="xplane",
         source_path=str(source),
@@ -374,5 +379,6 @@ def _metadata(
                 if (drops := profiler_drops(m for h in hosts for m in (*h.space.errors, *h.space.warnings)))
                 else {}
             ),
+            **({"unread_device_planes": unread} if unread else {}),
         },
     )

@@ -64,6 +64,8 @@ class Host:
     data: Any = b""  # the file's bytes (events are located in them, not copied out one by one)
     buffer: np.ndarray | None = None  # the same bytes as uint8 plus wire.PAD zeros
     plane_index: list[int] = field(default_factory=list)  # each of ``planes``' position in space.planes
+    # device planes of other kinds that hold lines (``/device:TPU:0``, ``/device:CUSTOM:…``): not read
+    unread_devices: list[str] = field(default_factory=list)
 
 
 def _read_padded(file: Path) -> np.ndarray:
@@ -109,6 +111,8 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
             host.planes.append((plane, int(match.group(1))))
             host.plane_index.append(in_space)
             max_gpu = max(max_gpu, int(match.group(1)))
+        elif plane.name.startswith("/device:") and len(plane.lines):
+            host.unread_devices.append(plane.name)
         elif plane.name == TASK_ENV_PLANE:
             start = plane_stats(plane).get("profile_start_time")
             host.start_time_ns = int(start) if start else None
