@@ -112,7 +112,7 @@ def test_the_ring_asks_the_page_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[tuple[int, bool]] = []
     monkeypatch.setattr(split, "huge_pages_pay", lambda: False)
 
-    def recording_buffer(size: int, huge: bool, populate: bool = True) -> bytearray:
+    def recording_buffer(size: int, huge: bool) -> bytearray:
         asked.append((size, huge))
         return bytearray(size)
 

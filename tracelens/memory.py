@@ -117,7 +117,7 @@ def huge_pages_pay() -> bool:
     return not host_reclaims_free_pages()
 
 
-def page_buffer(size: int, huge: bool, populate: bool = True) -> bytearray | mmap.mmap:
+def page_buffer(size: int, huge: bool) -> bytearray | mmap.mmap:
     """A zeroed buffer of ``size`` bytes that is written again and again (a ring of them, reused in turn: the
     Kineto reader inflates a trace's blocks into one), with find/rfind, slicing and the buffer interface: an
     anonymous mapping, freed with its last reference as a bytearray is.
@@ -125,52 +125,20 @@ def page_buffer(size: int, huge: bool, populate: bool = True) -> bytearray | mma
     Its pages are faulted in by the first write: ``huge`` (:func:`huge_pages_pay`'s answer, asked once per ring)
     advises transparent huge pages (a few dozen faults for a 40 MiB ring instead of ~10k, ~40 ms of CPU at 80
     MiB); else the 4 KiB pages are mapped in one call (MAP_POPULATE: 15% less CPU than ~10k separate faults,
-    measured), by MADV_POPULATE_WRITE through ctypes where the kernel has it (5.14): the same work without the
-    GIL, which mmap.mmap holds while MAP_POPULATE maps (~2 ms per 8 MiB: the Kineto reader's scan worker waited
-    that long for each of the ring's buffers). ``populate=False``: the pages are left to :func:`populate_pages`
-    (on a thread of the caller's choosing) or to the first write. Below 2 MiB, or where anonymous mappings are
-    unavailable, a bytearray."""
+    measured). Below 2 MiB, or where anonymous mappings are unavailable, a bytearray."""
     if size < _HUGE_PAGE or not hasattr(mmap, "MAP_ANONYMOUS"):
         return bytearray(size)
     advise = getattr(mmap, "MADV_HUGEPAGE", None) if huge else None
-    flag = 0 if huge or not populate else getattr(mmap, "MAP_POPULATE", 0)
+    populate = 0 if huge else getattr(mmap, "MAP_POPULATE", 0)
     try:
-        if flag and _MADVISE is not None:
-            buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-            if populate_pages(buffer):
-                return buffer
-            buffer.close()  # (an older kernel: untouched, nothing lost) mapped again with MAP_POPULATE
-        buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | flag)  # private: not shmem
+        buffer = mmap.mmap(
+            -1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
+        )  # private: not shmem
         if advise is not None:
             buffer.madvise(advise)
     except (OSError, ValueError):  # no anonymous mappings or no madvise here: a heap buffer
         return bytearray(size)
     return buffer
-
-
-def populate_pages(buffer: Any) -> bool:
-    """The pages of a :func:`page_buffer` mapping mapped in, writable, as MAP_POPULATE would have (Linux 5.14's
-    MADV_POPULATE_WRITE, by a ctypes call: the GIL released meanwhile). It does not change the contents, so another
-    thread may write the buffer meanwhile. False where it could not (a bytearray, an older kernel: EINVAL)."""
-    if _MADVISE is None or not isinstance(buffer, mmap.mmap) or buffer.closed or len(buffer) == 0:
-        return False
-    try:
-        anchor = ctypes.c_char.from_buffer(buffer)  # the mapping's address (kept mapped while in use)
-    except (TypeError, ValueError, BufferError):
-        return False
-    try:
-        return bool(_MADVISE(ctypes.addressof(anchor), len(buffer), _MADV_POPULATE_WRITE) == 0)
-    finally:
-        del anchor
-
-
-_MADV_POPULATE_WRITE = 23  # linux/mman.h (5.14); older kernels answer EINVAL
-_MADVISE: Callable[..., int] | None = (
-    getattr(_LIBC, "madvise", None) if sys.platform.startswith("linux") else None
-)
-if _MADVISE is not None:
-    _MADVISE.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]  # type: ignore[attr-defined]
-    _MADVISE.restype = ctypes.c_int  # type: ignore[attr-defined]
 
 
 _HUGE_PAGE = 2 * 2**20

@@ -36,12 +36,6 @@ from .threads import pool, thread_budget
 BLOCK_BYTES = 8 * 2**20
 
 
-# The first blocks are smaller, from this size doubling up to the block size (split.py's _block_sizes), where
-# workers scan them: the first scan starts after a short inflate instead of a whole block's (the worker was idle
-# ~7-9 ms of the 406 MB tile's ~200 ms blocks phase, waiting for the first 8 MiB and the ring's first mappings).
-FIRST_BLOCK_BYTES = 2**20
-
-
 # Blocks are scanned by this many threads at once, and a trace smaller than workers x BLOCK_BYTES is cut in
 # smaller blocks so that every worker has several.
 MAX_WORKERS = 4
@@ -131,8 +125,7 @@ def _add_blocks(
         # The blocks are inflated into a ring of buffers one longer than the blocks in flight: a block's buffer
         # is read into again only after its scan is done (the decoder holds at most `in_flight` blocks).
         buffers = decoder.in_flight + 1
-        first_bytes = FIRST_BLOCK_BYTES if workers else 0
-        for kind, payload, shift in split_stream(path, progress, block_bytes, buffers, first_bytes):
+        for kind, payload, shift in split_stream(path, progress, block_bytes, buffers):
             if kind == "events":
                 for block in decoder.submit(payload, shift):
                     columns.add(block)

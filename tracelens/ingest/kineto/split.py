@@ -4,16 +4,14 @@ document's rest."""
 
 from __future__ import annotations
 
-import itertools
 import mmap
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from ...memory import donate_pages, huge_pages_pay, page_buffer, populate_pages
+from ...memory import donate_pages, huge_pages_pay, page_buffer
 from ..compression import GZIP_ERRORS, gzip_inflater, gzip_reader
 from . import native
 
@@ -31,92 +29,35 @@ class _Ring:
     """Buffers that blocks are inflated into, reused in turn: a block that a yielded events piece refers to
     keeps its buffer (:meth:`keep`) until ``count - 1`` more have been kept; any other block's buffer is read
     into again at once (its bytes were copied). A buffer has find/rfind, slicing and the buffer interface the
-    cutting needs (:func:`memory.page_buffer`: in huge pages where the page policy says they pay).
+    cutting needs (:func:`memory.page_buffer`: in huge pages where the page policy says they pay)."""
 
-    ``first_sizes``: the sizes of the first, smaller blocks (:func:`_first_sizes`), each read into a buffer of its
-    own (:meth:`first`), once: a piece may refer to it for as long as it likes."""
-
-    def __init__(self, count: int, size: int, first_sizes: tuple[int, ...] = ()) -> None:
-        self.count, self.size, self.first_sizes = count, size, first_sizes
+    def __init__(self, count: int, size: int) -> None:
+        self.count, self.size = count, size
         self.buffers: list[bytearray | mmap.mmap] = []
-        self.own: list[bytearray | mmap.mmap] = []  # the first blocks' buffers, in turn
         self.turn = 0
         self.huge_pages = huge_pages_pay()
-        self.mapping: threading.Thread | None = None  # the thread mapping the buffers' pages in (see _map)
-
-    def first(self, index: int) -> bytearray | mmap.mmap:
-        """The buffer of the ``index``-th first block."""
-        if not self.own:
-            self._map()
-        return self.own[index]
 
     def next(self) -> bytearray | mmap.mmap:
-        if not self.buffers:
-            self._map()
-        return self.buffers[self.turn % self.count]
-
-    def _map(self) -> None:
-        """Every buffer, mapped at once: the first one read into with its pages mapped in now, the others' pages
-        mapped in, in the order they are read into, by a thread of their own (:func:`memory.populate_pages`, no
-        GIL held; joined before the pages are donated) while this one inflates: on 2 cores the other core is
-        idle then (the scan worker waits for the first block), and this thread paced the blocks phase's start
-        (~2 ms of mapping per 8 MiB, ~6.6 ms of the 406 MB tile's, GIL held: the worker could not start meanwhile).
-        Where the thread cannot map them (BACKGROUND_PAGES off, an older kernel), the first writes fault them in."""
-        background = BACKGROUND_PAGES and not self.huge_pages
-        sizes = [*self.first_sizes, *[self.size] * self.count]
-        made = [page_buffer(sizes[0], self.huge_pages)]
-        made += [page_buffer(size, self.huge_pages, populate=not background) for size in sizes[1:]]
-        self.own, self.buffers = made[: len(self.first_sizes)], made[len(self.first_sizes) :]
-        if background and any(isinstance(buffer, mmap.mmap) for buffer in made[1:]):
-            self.mapping = threading.Thread(target=_populate_all, args=(made[1:],), daemon=True)
-            self.mapping.start()
+        slot = self.turn % self.count
+        if slot == len(self.buffers):
+            self.buffers.append(page_buffer(self.size, self.huge_pages))
+        return self.buffers[slot]
 
     def keep(self) -> None:
         self.turn += 1
 
-    def holds(self, block: Any) -> bool:
-        """Whether ``block`` is the buffer of the current turn (not a bytes copy nor a first block's buffer)."""
-        return bool(self.buffers) and block is self.buffers[self.turn % self.count]
-
     def donate(self) -> None:
         """Once no piece refers to the buffers any more: their pages go to the big arrays the table build
         maps next (:func:`memory.donate_pages`), not back to the kernel."""
-        if self.mapping is not None:
-            self.mapping.join()
-            self.mapping = None
-        for buffer in (*self.own, *self.buffers):
+        for buffer in self.buffers:
             donate_pages(buffer)
-        self.buffers, self.own = [], []
+        self.buffers = []
 
 
-# The ring's buffers' pages mapped in on a thread of their own (_Ring._map); False: by the first writes.
-BACKGROUND_PAGES = True
-
-
-def _populate_all(buffers: list[Any]) -> None:
-    for buffer in buffers:
-        if isinstance(buffer, mmap.mmap) and not populate_pages(buffer):
-            return  # (an older kernel: the inflate's writes fault them in)
-
-
-def _first_sizes(block_bytes: int, first_bytes: int) -> tuple[int, ...]:
-    """The sizes of the first blocks: ``first_bytes`` doubled while below ``block_bytes`` (0: none)."""
-    sizes: list[int] = []
-    while 0 < first_bytes < block_bytes:
-        sizes.append(first_bytes)
-        first_bytes *= 2
-    return tuple(sizes)
-
-
-def _blocks(
-    path: Path, progress: Any, block_bytes: int, ring: _Ring | None, first_bytes: int = 0
-) -> Iterator[Any]:
-    """The file's (inflated) bytes in blocks of ``block_bytes``, the last one shorter, after any smaller first
-    ones (:func:`_first_sizes`): with a ring, each full block is the ring's next buffer (a smaller first one a
-    buffer of its own, the last, short one a bytes copy), so that the ~400 MB of a large trace are not written to
-    fresh pages block after block; without, each block is a new bytes object."""
-    first_sizes = ring.first_sizes if ring is not None else _first_sizes(block_bytes, first_bytes)
-    sizes = itertools.chain(first_sizes, itertools.repeat(block_bytes))
+def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> Iterator[Any]:
+    """The file's (inflated) bytes in blocks of ``block_bytes``, the last one shorter: with a ring, each full
+    block is the ring's next buffer (the last, short one a bytes copy), so that the ~400 MB of a large trace are
+    not written to fresh pages block after block; without, each block is a new bytes object."""
     with open(path, "rb") as raw:
         gzipped = raw.read(2) == b"\x1f\x8b"
         raw.seek(0)
@@ -124,18 +65,15 @@ def _blocks(
             stream = gzip_reader(raw) if gzipped else raw
 
             def read() -> Any:
-                return stream.read(next(sizes))
+                return stream.read(block_bytes)
 
         else:
             stream = gzip_inflater(raw) if gzipped else raw
 
-            turn = iter(range(len(first_sizes)))
-
             def read() -> Any:
-                index = next(turn, None)
-                buffer = ring.next() if index is None else ring.first(index)
+                buffer = ring.next()
                 filled = _fill(stream, buffer)
-                return buffer if filled == len(buffer) else bytes(memoryview(buffer)[:filled])
+                return buffer if filled == block_bytes else bytes(memoryview(buffer)[:filled])
 
         done = 0
         while True:
@@ -222,7 +160,7 @@ class EventsText:
 
 
 def split_stream(
-    path: Path, progress: Any, block_bytes: int, buffers: int = 0, first_bytes: int = 0
+    path: Path, progress: Any, block_bytes: int, buffers: int = 0
 ) -> Iterator[tuple[str, Any, int]]:
     """Yield ("header", bytes, shift), ("events", EventsText, shift) ..., then ("rest", bytes, shift).
 
@@ -236,10 +174,6 @@ def split_stream(
     ``buffers`` > 0: the blocks are inflated into that many buffers reused in turn (:class:`_Ring`); an
     "events" piece may then refer to a buffer that is read into again once ``buffers - 1`` more events pieces
     have been yielded, so the caller must be done with each piece by then. The header and the rest are bytes.
-
-    ``first_bytes`` > 0: the first blocks are read in smaller sizes, ``first_bytes`` doubled until ``block_bytes``
-    (so that the first events piece, and a worker's first scan, comes after a short read); the pieces are the
-    same text, cut elsewhere.
     """
     tail = b""
     mode: str | None = None  # None until the start of the event list is found
@@ -250,8 +184,8 @@ def split_stream(
     tail_limit = 4 * block_bytes
     held: list[bytes] = []  # "whole" mode: the document in blocks, joined once at the end
     consumed = 0  # bytes of JSON text read before the current block
-    ring = _Ring(buffers, block_bytes, _first_sizes(block_bytes, first_bytes)) if buffers > 0 else None
-    for block in _blocks(path, progress, block_bytes, ring, first_bytes):
+    ring = _Ring(buffers, block_bytes) if buffers > 0 else None
+    for block in _blocks(path, progress, block_bytes, ring):
         origin = consumed  # where block[0] lies in the JSON text
         consumed += len(block)
         start = 0  # where this block's events begin in it
@@ -290,7 +224,7 @@ def split_stream(
             tail += block[start:]
             continue
         # payload[1] is the tail's first byte, which lies len(tail) bytes before block[start]
-        if ring is not None and ring.holds(block):
+        if ring is not None and block is ring.buffers[ring.turn % ring.count]:
             ring.keep()  # the piece refers to this buffer
         yield "events", EventsText(tail, block, start, cut + _SEPARATOR_KEEP), origin + start - len(tail) - 1
         tail = block[cut + _SEPARATOR_SKIP :]
