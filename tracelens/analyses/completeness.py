@@ -7,6 +7,8 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
     no_gpu_activity                 no kernel, copy or memset, and no call that would launch one (blocking)
     launches_without_gpu_activity   launch calls, and no GPU op at all (blocking), or >= LOST_SHARE of them
                                     start after the last GPU op ended (blocking from BLOCKING_SHARE on)
+    kernel_launches_without_kernels kernel launch calls and GPU ops, none of them a kernel: the kernel side is lost
+                                    (blocking)
     gpu_activity_without_launches   GPU ops and no host API call at all, or >= UNMATCHED_SHARE of the GPU ops
                                     with a correlation id match no host API call
     missing_correlation_ids         >= MISSING_ID_SHARE of the GPU ops (or of the launch calls) carry no
@@ -26,7 +28,17 @@ import numpy as np
 
 from .. import intervals
 from ..event_names import strip_api_suffix
-from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, RUNTIME, Trace
+from ..trace import (
+    ALL_KINDS,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    HOST_KINDS,
+    KERNEL,
+    OVERHEAD,
+    PYTHON,
+    RUNTIME,
+    Trace,
+)
 from ..values import sorted_distinct
 from .columns import EventColumns, device_busy, event_columns
 from .derived import memo, starts_ascending
@@ -45,6 +57,7 @@ PYTHON_PER_GPU_OP = 1.0
 KINDS = (
     "no_gpu_activity",
     "launches_without_gpu_activity",
+    "kernel_launches_without_kernels",
     "gpu_activity_without_launches",
     "missing_correlation_ids",
     "dropped_events",
@@ -173,7 +186,8 @@ def judge(trace: Trace) -> dict[str, Any]:
     # export); the launch calls as a mask over the calls, counted, not compressed (two copies before)
     api_mask = cols.of_kind(RUNTIME, DRIVER)
     api_ids = api_correlation(trace)  # shared with the launch pairs (held): no rows found again
-    is_launch = code_mask(np.compress(api_mask, cols.name), cols.names, _is_launch_call)
+    api_names = np.compress(api_mask, cols.name)
+    is_launch = code_mask(api_names, cols.names, _is_launch_call)
     launch_count = int(np.count_nonzero(is_launch))
     has_call_id = api_ids >= 0
     with_id_count = int(np.count_nonzero(is_launch & has_call_id))  # the launch calls with an id
@@ -231,6 +245,16 @@ def judge(trace: Trace) -> dict[str, Any]:
                 _problem("launches_without_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who))
             )
     del api_mask
+    if gpu_count and launch_count and not np.any(cols.kind == ALL_KINDS.index(KERNEL)):
+        # copies or memsets recorded, kernels launched and none recorded: the kernel side is lost, and a verdict
+        # from the copies alone (a "100% busy" GPU) would be made on missing evidence
+        kernel_calls = int(np.count_nonzero(code_mask(api_names[is_launch], cols.names, is_kernel_launch)))
+        if kernel_calls:
+            evidence = {"kernel_launch_calls": kernel_calls, "kernels": 0, "gpu_ops": gpu_count}
+            problems.append(
+                _problem("kernel_launches_without_kernels", True, evidence, _fix(GPU_SIDE_FIX, who))
+            )
+    del api_names
 
     if gpu_ids is not None:
         has_id = gpu_ids >= 0

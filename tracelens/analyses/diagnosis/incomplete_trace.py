@@ -55,6 +55,13 @@ def _lost_gpu(ev: dict[str, Any]) -> str:
     )
 
 
+def _lost_kernels(ev: dict[str, Any]) -> str:
+    return (
+        f"the trace records {calls(ev.get('kernel_launch_calls', 0), 'kernel launch call')} and "
+        f"{calls(ev.get('gpu_ops', 0), 'GPU op')}, none of them a kernel: the profiler lost the kernels"
+    )
+
+
 def _no_launches(ev: dict[str, Any]) -> str:
     if not ev.get("api_calls"):
         return (
@@ -107,6 +114,7 @@ def _overhead(ev: dict[str, Any]) -> str:
 PROBLEM_CLAUSES: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_gpu_activity": _no_gpu,
     "launches_without_gpu_activity": _lost_gpu,
+    "kernel_launches_without_kernels": _lost_kernels,
     "gpu_activity_without_launches": _no_launches,
     "missing_correlation_ids": _ids,
     "dropped_events": _dropped,
