@@ -60,6 +60,13 @@ EXPECTED = {
             {"dropped_records": None, "collection_stopped_early": True, "message_count": 2},
         ),
     ],
+    "gpu_starts_late": [
+        (
+            "launches_before_gpu_activity",
+            True,
+            {"launch_calls": 10, "before_first_gpu_op": 6, "share": 0.6, "first_gpu_op_start_ns": 66_000},
+        )
+    ],
     "kernels_lost": [
         ("kernel_launches_without_kernels", True, {"kernel_launch_calls": 1, "kernels": 0, "gpu_ops": 1})
     ],
@@ -115,6 +122,7 @@ PRIMARY = {
     "launches_without_gpu": "incomplete_trace",
     "gpu_stops_early": "incomplete_trace",
     "kernels_lost": "incomplete_trace",
+    "gpu_starts_late": "incomplete_trace",
     "cpu_only": "incomplete_trace",
     "gpu_without_launches": "unexplained_idle",
 }
