@@ -111,3 +111,16 @@ def test_a_cause_ranked_low_by_the_replay_still_gets_its_line() -> None:
     text = terminal.render(doc, width=160)
     assert "also: communication 39.6 ms (6.0%)" in text
     assert text.count("also: ") == ALSO_LISTED + 1
+
+
+def test_top_kernels_total_says_it_sums_the_gpus() -> None:
+    # Two GPUs each running one 100 ns kernel: the summary shows per-GPU means (kernel time 100 ns), the top
+    # kernels' heading the sum (200 ns): it says so, where one GPU's heading stays as it was.
+    rows = [
+        {"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100, "device": d, "stream": 1}
+        for d in (0, 1)
+    ]
+    text = terminal.render(analyze(Trace.from_rows(rows)))
+    assert "Top kernels (2 launches, 1 name, 200 ns summed over 2 GPUs)" in text
+    one = terminal.render(analyze(Trace.from_rows(rows[:1])))
+    assert "Top kernels (1 launch, 1 name, 100 ns)" in one

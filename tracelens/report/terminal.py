@@ -329,6 +329,12 @@ def _gaps(doc: Document, console: Console) -> None:
         console.print(table.rich(console.width))
 
 
+def _summed_over(doc: Document) -> str:
+    """Beside a total that sums every GPU, where the summary shows per-GPU means: which it is."""
+    gpus = gpu_count(doc)
+    return f" summed over {gpus} GPUs" if gpus > 1 else ""
+
+
 def _kernels(doc: Document, console: Console) -> None:
     kernels = doc.get("kernels")
     if not isinstance(kernels, dict) or not kernels.get("by_name"):
@@ -336,7 +342,7 @@ def _kernels(doc: Document, console: Console) -> None:
     console.print()
     table = new_table(
         f"Top kernels ({plural(kernels.get('count') or 0, 'launch', 'launches')}, {plural(kernels.get('distinct_names') or 0, 'name')}, "
-        f"{fmt_ns(kernels.get('total_ns'))})",
+        f"{fmt_ns(kernels.get('total_ns'))}{_summed_over(doc)})",
         ["kernel", "time%", "total", "count", "avg", "max"],
         {"time%", "total", "count", "avg", "max"},
     )
