@@ -124,3 +124,22 @@ def test_top_kernels_total_says_it_sums_the_gpus() -> None:
     assert "Top kernels (2 launches, 1 name, 200 ns summed over 2 GPUs)" in text
     one = terminal.render(analyze(Trace.from_rows(rows[:1])))
     assert "Top kernels (1 launch, 1 name, 100 ns)" in one
+
+
+def test_memory_copies_rows_say_they_sum_the_gpus() -> None:
+    # One 100 ns HtoD copy on each of two GPUs: the table's row is 2 copies, 200 ns (the sum), the title's
+    # exposed time 100 ns (the mean): the title says which is which.
+    rows = [
+        {
+            "kind": "memcpy",
+            "name": "Memcpy HtoD",
+            "copy_kind": "HtoD",
+            "bytes": 1024,
+            "start_ns": 0,
+            "end_ns": 100,
+        }
+        | {"device": d, "stream": 1}
+        for d in (0, 1)
+    ]
+    text = terminal.render(analyze(Trace.from_rows(rows)), width=120)
+    assert "Memory copies (100 ns not overlapped by compute, mean per GPU; rows summed over 2 GPUs)" in text

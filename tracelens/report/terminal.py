@@ -369,7 +369,8 @@ def _memcpy(doc: Document, console: Console) -> None:
         return
     console.print()
     exposed = memcpy.get("device_mean_exposed_ns")
-    per_gpu = ", mean per GPU" if len(memcpy.get("per_device") or []) > 1 else ""
+    gpus = len(memcpy.get("per_device") or [])
+    per_gpu = f", mean per GPU; rows summed over {gpus} GPUs" if gpus > 1 else ""
     title = "Memory copies" + (
         f" ({fmt_ns(exposed)} not overlapped by compute{per_gpu})" if exposed is not None else ""
     )
