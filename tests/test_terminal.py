@@ -143,3 +143,24 @@ def test_memory_copies_rows_say_they_sum_the_gpus() -> None:
     ]
     text = terminal.render(analyze(Trace.from_rows(rows)), width=120)
     assert "Memory copies (100 ns not overlapped by compute, mean per GPU; rows summed over 2 GPUs)" in text
+
+
+def test_occupancy_without_any_computed_kernel_claims_no_loss() -> None:
+    # Kernels with no launch geometry and no GPU model: no occupancy computed, so no "lost 0 ns" either (the
+    # terminal and the markdown), and the markdown's per-GPU time cells are "-", not "0 ns".
+    from tracelens.report import render
+
+    rows = [{"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1}]
+    doc = analyze(Trace.from_rows(rows))
+    assert doc["occupancy"]["computed_count"] == 0
+    text = terminal.render(doc)
+    assert "Occupancy: 0 of 1 kernels computed: no occupancy loss can be measured" in text
+    assert "lost 0 ns" not in text
+    md = render(doc, "markdown")
+    assert "0 of 1 kernel with a computed occupancy: no occupancy loss can be measured" in md
+    (row,) = [
+        line
+        for line in md.splitlines()
+        if line.endswith("| compute capability unknown (the trace does not record it) |")
+    ]
+    assert "0 ns" not in row and row.count("| - |") >= 1

@@ -415,12 +415,15 @@ def _occupancy(doc: Document, console: Console) -> None:
     # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
     gpus = gpu_count(doc)
     lost = device_mean(occ.get("lost_ns"), gpus)
-    print_text(
-        console,
-        f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed, "
-        f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
-        f"(low < {fmt_pct(occ.get('low_threshold'))})",
-    )
+    head = f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed"
+    if occ.get("computed_count") == 0:  # nothing known: a "lost 0 ns" would be no measurement
+        print_text(console, f"{head}: no occupancy loss can be measured")
+    else:
+        print_text(
+            console,
+            f"{head}, lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+            f"(low < {fmt_pct(occ.get('low_threshold'))})",
+        )
     for d in occ.get("per_device") or []:
         if not isinstance(d, dict):
             continue
