@@ -164,3 +164,20 @@ def test_occupancy_without_any_computed_kernel_claims_no_loss() -> None:
         if line.endswith("| compute capability unknown (the trace does not record it) |")
     ]
     assert "0 ns" not in row and row.count("| - |") >= 1
+
+
+def test_occupancy_grid_fill_loss_kept_without_computed_occupancy() -> None:
+    # With an SM count, grid fill is measured even where no kernel's occupancy is (the AMD xplane trace: 0 of
+    # 150 computed, 296 µs under-filled): that loss is still shown, and the 0 ns cells are measured ones.
+    import copy
+
+    from tracelens.report import render
+
+    rows = [{"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1}]
+    doc = copy.deepcopy(analyze(Trace.from_rows(rows)))
+    doc["occupancy"]["per_device"][0].update(sm_count=80, lost_ns=50, under_filled_lost_ns=50)
+    doc["occupancy"].update(lost_ns=50, under_filled_lost_ns=50)
+    assert "Occupancy: 0 of 1 kernels computed, lost 50 ns (low < 50.0%)" in terminal.render(doc)
+    md = render(doc, "markdown")
+    assert "0 of 1 kernel with a computed occupancy; low means below 50.0%." in md
+    assert "| 0 ns | 0 ns | 0 ns | 0 ns | 50 ns |" in md

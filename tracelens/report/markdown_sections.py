@@ -42,6 +42,8 @@ from .sections import (
     memcpy_checks,
     num,
     objects,
+    occupancy_all_unmeasured,
+    occupancy_unmeasured,
     ordered_host,
     step_digest,
 )
@@ -394,7 +396,7 @@ def _occupancy(doc: Document) -> Lines:
     def mean(key: str) -> str:
         return fmt_ns(device_mean(occ.get(key), gpus))
 
-    if occ.get("computed_count") == 0:  # no kernel's occupancy known: a "0 ns lost" would be no measurement
+    if occupancy_all_unmeasured(occ):  # nothing known: a "0 ns lost" would be no measurement
         lines.append(
             f"0 of {counted(occ.get('kernel_count'), 'kernel')} with a computed occupancy: no occupancy loss "
             "can be measured (why, per GPU, below)."
@@ -418,7 +420,7 @@ def _occupancy(doc: Document) -> Lines:
                     fmt_pct(d.get("time_weighted_reported")),
                     *(
                         ["-"] * 5  # nothing computed on this GPU: no time measured
-                        if d.get("computed_count") == 0
+                        if occupancy_unmeasured(d)
                         else [
                             fmt_ns(cast("int | None", d.get(key)))
                             for key in (

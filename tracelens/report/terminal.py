@@ -41,6 +41,7 @@ from .sections import (
     main_limiter,
     num,
     objects,
+    occupancy_all_unmeasured,
     other_causes,
     primary_kind,
     primary_of,
@@ -416,7 +417,7 @@ def _occupancy(doc: Document, console: Console) -> None:
     gpus = gpu_count(doc)
     lost = device_mean(occ.get("lost_ns"), gpus)
     head = f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed"
-    if occ.get("computed_count") == 0:  # nothing known: a "lost 0 ns" would be no measurement
+    if occupancy_all_unmeasured(occ):  # nothing known: a "lost 0 ns" would be no measurement
         print_text(console, f"{head}: no occupancy loss can be measured")
     else:
         print_text(
