@@ -248,7 +248,7 @@ def judge(trace: Trace) -> dict[str, Any]:
                 _problem("launches_without_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who))
             )
     kernel_calls = 0
-    if gpu_count and launch_count and not np.any(cols.kind == ALL_KINDS.index(KERNEL)):
+    if gpu_count and launch_count and not _has_kind(cols.kind, ALL_KINDS.index(KERNEL)):
         # copies or memsets recorded, kernels launched and none recorded: the kernel side is lost, and a verdict
         # from the copies alone (a "100% busy" GPU) would be made on missing evidence
         kernel_calls = int(np.count_nonzero(code_mask(api_names[is_launch], cols.names, is_kernel_launch)))
@@ -365,6 +365,18 @@ def _launches_from(
         return int(np.count_nonzero(is_launch[first_call:]))
     launch = np.flatnonzero(api_mask)[is_launch]
     return int(np.count_nonzero(cols.start[launch] >= time))
+
+
+def _has_kind(kind: np.ndarray, code: int, chunk: int = 1 << 16) -> bool:
+    """Whether any row has kind ``code``: by growing chunks, so a trace whose first kernels come early (all of
+    them) stops after a few thousand rows, not a pass over every row (~9 ms on 34M rows)."""
+    at = 0
+    while at < kind.size:
+        if np.any(kind[at : at + chunk] == code):
+            return True
+        at += chunk
+        chunk *= 4
+    return False
 
 
 def _late_start(
