@@ -60,6 +60,16 @@ EXPECTED = {
             {"dropped_records": None, "collection_stopped_early": True, "message_count": 2},
         ),
     ],
+    "gpu_starts_late": [
+        (
+            "launches_before_gpu_activity",
+            True,
+            {"launch_calls": 10, "before_first_gpu_op": 6, "share": 0.6, "first_gpu_op_start_ns": 66_000},
+        )
+    ],
+    "kernels_lost": [
+        ("kernel_launches_without_kernels", True, {"kernel_launch_calls": 1, "kernels": 0, "gpu_ops": 1})
+    ],
     "gpu_without_launches": [
         (
             "gpu_activity_without_launches",
@@ -111,6 +121,8 @@ EXPECTED = {
 PRIMARY = {
     "launches_without_gpu": "incomplete_trace",
     "gpu_stops_early": "incomplete_trace",
+    "kernels_lost": "incomplete_trace",
+    "gpu_starts_late": "incomplete_trace",
     "cpu_only": "incomplete_trace",
     "gpu_without_launches": "unexplained_idle",
 }
@@ -233,6 +245,18 @@ def test_gate_fails_when_head_cannot_answer(capsys: pytest.CaptureFixture) -> No
     assert result["verdict"] == "inconclusive"
     assert (result["base"]["answerable"], result["head"]["answerable"]) == (True, False)
     assert result["verdict_reasons"][0].startswith(f"HEAD ({head}) cannot answer: ")
+
+
+def test_gate_fails_when_head_lost_its_kernels(capsys: pytest.CaptureFixture) -> None:
+    # copies recorded, kernels launched and none recorded: not a "100% busy" GPU, a trace that cannot answer
+    head = CASES / "kernels_lost.json"
+    code, result, err = _diff(capsys, GOOD, head, "--fail-on-regression", "5")
+    assert code == 1
+    assert err == [
+        f"tracelens: inconclusive: HEAD ({head}) cannot answer: 1 kernel launch calls and no kernel recorded "
+        "(the profiler lost the kernels) (--allow-inconclusive to pass)"
+    ]
+    assert result["verdict"] == "inconclusive"
 
 
 def test_gate_names_the_base_side_and_partial_loss(capsys: pytest.CaptureFixture) -> None:

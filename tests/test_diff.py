@@ -303,3 +303,14 @@ def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
     # No GPU side: incomplete_trace, whatever the host shows (its input wait is the first cause).
     assert main(["diff", str(healthy), str(slow), "-f", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["head"]["primary_cause"] == "incomplete_trace"
+
+
+@pytest.mark.parametrize("value", ["nan", "-5"])
+def test_fail_on_regression_threshold_must_be_a_number_from_zero(
+    value: str, capsys: pytest.CaptureFixture
+) -> None:
+    # nan compares false with every change, so the gate would never fail; a negative one fails on improvements:
+    # both are refused as a usage error (exit 2), before any trace is read
+    code = main(["diff", "base.json", "head.json", f"--fail-on-regression={value}"])
+    assert code == 2
+    assert "the threshold is a number >= 0" in capsys.readouterr().err

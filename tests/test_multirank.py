@@ -420,3 +420,22 @@ def test_slow_link_vs_straggler():
     assert (late["transfer_ns"], late["wait_ns"]) == (600, 900)
     assert late["wait_share"] == pytest.approx(0.6) and late["verdict"] == "straggler"
     assert late["straggler"]["straggler"]["rank"] == 1
+
+
+def test_markdown_names_the_rank_its_diagnosis_is_of(tmp_path: Path) -> None:
+    # The headline's figures cover every rank; the primary cause and findings are one rank's: the report says
+    # which (the terminal's "diagnosis and host side of rank N"), and a one-trace report says nothing of it.
+    paths = write_handmade_run(tmp_path / "run")
+    doc, _ = runs.analyze_run(paths, workers=1, cache_dir=tmp_path / "cache")
+    from tracelens.report import render
+
+    rank = doc["representative_rank"]
+    text = render(doc, "markdown")
+    line = f"- **Diagnosed rank:** rank {rank} (the rank waiting longest in collectives, else the least utilized)"
+    assert line in text
+    assert text.index(line) < text.index("- **Primary cause:**")
+    from tracelens import load
+    from tracelens.analyses import analyze
+
+    one = render(analyze(load(paths[0])), "markdown")
+    assert "Diagnosed rank" not in one

@@ -111,3 +111,73 @@ def test_a_cause_ranked_low_by_the_replay_still_gets_its_line() -> None:
     text = terminal.render(doc, width=160)
     assert "also: communication 39.6 ms (6.0%)" in text
     assert text.count("also: ") == ALSO_LISTED + 1
+
+
+def test_top_kernels_total_says_it_sums_the_gpus() -> None:
+    # Two GPUs each running one 100 ns kernel: the summary shows per-GPU means (kernel time 100 ns), the top
+    # kernels' heading the sum (200 ns): it says so, where one GPU's heading stays as it was.
+    rows = [
+        {"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100, "device": d, "stream": 1}
+        for d in (0, 1)
+    ]
+    text = terminal.render(analyze(Trace.from_rows(rows)))
+    assert "Top kernels (2 launches, 1 name, 200 ns summed over 2 GPUs)" in text
+    one = terminal.render(analyze(Trace.from_rows(rows[:1])))
+    assert "Top kernels (1 launch, 1 name, 100 ns)" in one
+
+
+def test_memory_copies_rows_say_they_sum_the_gpus() -> None:
+    # One 100 ns HtoD copy on each of two GPUs: the table's row is 2 copies, 200 ns (the sum), the title's
+    # exposed time 100 ns (the mean): the title says which is which.
+    rows = [
+        {
+            "kind": "memcpy",
+            "name": "Memcpy HtoD",
+            "copy_kind": "HtoD",
+            "bytes": 1024,
+            "start_ns": 0,
+            "end_ns": 100,
+        }
+        | {"device": d, "stream": 1}
+        for d in (0, 1)
+    ]
+    text = terminal.render(analyze(Trace.from_rows(rows)), width=120)
+    assert "Memory copies (100 ns not overlapped by compute, mean per GPU; rows summed over 2 GPUs)" in text
+
+
+def test_occupancy_without_any_computed_kernel_claims_no_loss() -> None:
+    # Kernels with no launch geometry and no GPU model: no occupancy computed, so no "lost 0 ns" either (the
+    # terminal and the markdown), and the markdown's per-GPU time cells are "-", not "0 ns".
+    from tracelens.report import render
+
+    rows = [{"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1}]
+    doc = analyze(Trace.from_rows(rows))
+    assert doc["occupancy"]["computed_count"] == 0
+    text = terminal.render(doc)
+    assert "Occupancy: 0 of 1 kernels computed: no occupancy loss can be measured" in text
+    assert "lost 0 ns" not in text
+    md = render(doc, "markdown")
+    assert "0 of 1 kernel with a computed occupancy: no occupancy loss can be measured" in md
+    (row,) = [
+        line
+        for line in md.splitlines()
+        if line.endswith("| compute capability unknown (the trace does not record it) |")
+    ]
+    assert "0 ns" not in row and row.count("| - |") >= 1
+
+
+def test_occupancy_grid_fill_loss_kept_without_computed_occupancy() -> None:
+    # With an SM count, grid fill is measured even where no kernel's occupancy is (the AMD xplane trace: 0 of
+    # 150 computed, 296 µs under-filled): that loss is still shown, and the 0 ns cells are measured ones.
+    import copy
+
+    from tracelens.report import render
+
+    rows = [{"kind": "kernel", "name": "k", "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1}]
+    doc = copy.deepcopy(analyze(Trace.from_rows(rows)))
+    doc["occupancy"]["per_device"][0].update(sm_count=80, lost_ns=50, under_filled_lost_ns=50)
+    doc["occupancy"].update(lost_ns=50, under_filled_lost_ns=50)
+    assert "Occupancy: 0 of 1 kernels computed, lost 50 ns (low < 50.0%)" in terminal.render(doc)
+    md = render(doc, "markdown")
+    assert "0 of 1 kernel with a computed occupancy; low means below 50.0%." in md
+    assert "| 0 ns | 0 ns | 0 ns | 0 ns | 50 ns |" in md

@@ -124,6 +124,14 @@ FIXTURE_VERDICTS = {
         "4 launch calls, no GPU activity recorded.",
     ),
     "completeness/gpu_stops_early.json": ("incomplete_trace", "6 of 10 launches after the last GPU op."),
+    "completeness/gpu_starts_late.json": (
+        "incomplete_trace",
+        "6 of 10 launches before the first GPU op match none: the 100% busy tail is no evidence of health.",
+    ),
+    "completeness/kernels_lost.json": (
+        "incomplete_trace",
+        "A kernel launched and none recorded: the copy alone is no evidence of a busy GPU.",
+    ),
     "completeness/cpu_only.json": ("incomplete_trace", "A range and two ops, no GPU activity."),
     "completeness/gpu_without_launches.json": (
         "unexplained_idle",

@@ -10,6 +10,7 @@ import atexit
 import contextlib
 import gc
 import glob
+import math
 import os
 import sys
 import threading
@@ -229,6 +230,14 @@ def _format_for_output(output: str | None, default: str, allowed: Sequence[str],
     raise UsageError(f"{output}: {command} writes {names}, not {suffix}: rename the file or pass --format")
 
 
+def _threshold(value: float | None) -> float | None:
+    """--fail-on-regression's PCT: a number >= 0 (nan compares false, so it would pass every regression; a
+    negative one fails on improvements; inf gates on completeness alone)."""
+    if value is not None and (math.isnan(value) or value < 0):
+        raise click.BadParameter(f"{value!r}: the threshold is a number >= 0 (points, percent)")
+    return value
+
+
 def _is_run_directory(path: str) -> bool:
     """A directory holding several traces (one per rank) rather than one TF logdir."""
     if not os.path.isdir(path):  # a file: no need to import tracelens.run (and pandas with it)
@@ -374,6 +383,7 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     "--fail-on-regression",
     type=float,
     default=None,
+    callback=lambda _ctx, _param, value: _threshold(value),
     metavar="PCT",
     help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
     "time is longer by more than PCT percent, or when either trace cannot answer (its GPU side "

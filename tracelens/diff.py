@@ -338,6 +338,16 @@ def incomplete_reason(doc: Doc) -> str | None:
                 f"{ev.get('launch_calls') or 0:,} launch calls and no GPU activity recorded (the profiler lost "
                 "the GPU side)"
             )
+        elif problem.get("kind") == "launches_before_gpu_activity":
+            parts.append(
+                f"{ev.get('before_first_gpu_op') or 0:,} of {ev.get('launch_calls') or 0:,} launch calls start before "
+                "the first recorded GPU op (the GPU side starts late)"
+            )
+        elif problem.get("kind") == "kernel_launches_without_kernels":
+            parts.append(
+                f"{ev.get('kernel_launch_calls') or 0:,} kernel launch calls and no kernel recorded (the profiler "
+                "lost the kernels)"
+            )
         elif problem.get("kind") == "no_gpu_activity":
             parts.append(f"no GPU activity recorded ({ev.get('host_events') or 0:,} host events only)")
         else:

@@ -7,6 +7,10 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
     no_gpu_activity                 no kernel, copy or memset, and no call that would launch one (blocking)
     launches_without_gpu_activity   launch calls, and no GPU op at all (blocking), or >= LOST_SHARE of them
                                     start after the last GPU op ended (blocking from BLOCKING_SHARE on)
+    launches_before_gpu_activity    >= LOST_SHARE of the launch calls start before the first GPU op and match none
+                                    by correlation id: the GPU side starts late (blocking from BLOCKING_SHARE on)
+    kernel_launches_without_kernels kernel launch calls and GPU ops, none of them a kernel: the kernel side is lost
+                                    (blocking)
     gpu_activity_without_launches   GPU ops and no host API call at all, or >= UNMATCHED_SHARE of the GPU ops
                                     with a correlation id match no host API call
     missing_correlation_ids         >= MISSING_ID_SHARE of the GPU ops (or of the launch calls) carry no
@@ -26,7 +30,17 @@ import numpy as np
 
 from .. import intervals
 from ..event_names import strip_api_suffix
-from ..trace import ALL_KINDS, DRIVER, GPU_ACTIVITY_KINDS, HOST_KINDS, OVERHEAD, PYTHON, RUNTIME, Trace
+from ..trace import (
+    ALL_KINDS,
+    DRIVER,
+    GPU_ACTIVITY_KINDS,
+    HOST_KINDS,
+    KERNEL,
+    OVERHEAD,
+    PYTHON,
+    RUNTIME,
+    Trace,
+)
 from ..values import sorted_distinct
 from .columns import EventColumns, device_busy, event_columns
 from .derived import memo, starts_ascending
@@ -45,6 +59,8 @@ PYTHON_PER_GPU_OP = 1.0
 KINDS = (
     "no_gpu_activity",
     "launches_without_gpu_activity",
+    "launches_before_gpu_activity",
+    "kernel_launches_without_kernels",
     "gpu_activity_without_launches",
     "missing_correlation_ids",
     "dropped_events",
@@ -173,7 +189,8 @@ def judge(trace: Trace) -> dict[str, Any]:
     # export); the launch calls as a mask over the calls, counted, not compressed (two copies before)
     api_mask = cols.of_kind(RUNTIME, DRIVER)
     api_ids = api_correlation(trace)  # shared with the launch pairs (held): no rows found again
-    is_launch = code_mask(np.compress(api_mask, cols.name), cols.names, _is_launch_call)
+    api_names = np.compress(api_mask, cols.name)
+    is_launch = code_mask(api_names, cols.names, _is_launch_call)
     launch_count = int(np.count_nonzero(is_launch))
     has_call_id = api_ids >= 0
     with_id_count = int(np.count_nonzero(is_launch & has_call_id))  # the launch calls with an id
@@ -237,7 +254,29 @@ def judge(trace: Trace) -> dict[str, Any]:
             problems.append(
                 _problem("launches_without_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who))
             )
+    kernel_calls = 0
+    if gpu_count and launch_count and not _has_kind(cols.kind, ALL_KINDS.index(KERNEL)):
+        # copies or memsets recorded, kernels launched and none recorded: the kernel side is lost, and a verdict
+        # from the copies alone (a "100% busy" GPU) would be made on missing evidence
+        kernel_calls = int(np.count_nonzero(code_mask(api_names[is_launch], cols.names, is_kernel_launch)))
+    del api_names
+    if window is not None and launch_count and with_id_count and not kernel_calls:
+        late = _late_start(trace, cols, api_mask, is_launch & has_call_id, api_ids, gpu_ids, window[0])
+        if late is not None and late / launch_count >= LOST_SHARE:
+            evidence = {
+                "launch_calls": launch_count,
+                "before_first_gpu_op": late,
+                "share": late / launch_count,
+                "first_gpu_op_start_ns": window[0],
+            }
+            blocking = late / launch_count >= BLOCKING_SHARE
+            problems.append(
+                _problem("launches_before_gpu_activity", blocking, evidence, _fix(GPU_SIDE_FIX, who))
+            )
     del api_mask
+    if kernel_calls:
+        evidence = {"kernel_launch_calls": kernel_calls, "kernels": 0, "gpu_ops": gpu_count}
+        problems.append(_problem("kernel_launches_without_kernels", True, evidence, _fix(GPU_SIDE_FIX, who)))
 
     if gpu_ids is not None:
         has_id = gpu_ids >= 0
@@ -333,6 +372,42 @@ def _launches_from(
         return int(np.count_nonzero(is_launch[first_call:]))
     launch = np.flatnonzero(api_mask)[is_launch]
     return int(np.count_nonzero(cols.start[launch] >= time))
+
+
+def _has_kind(kind: np.ndarray, code: int, chunk: int = 1 << 16) -> bool:
+    """Whether any row has kind ``code``: by growing chunks, so a trace whose first kernels come early (all of
+    them) stops after a few thousand rows, not a pass over every row (~9 ms on 34M rows)."""
+    at = 0
+    while at < kind.size:
+        if np.any(kind[at : at + chunk] == code):
+            return True
+        at += chunk
+        chunk *= 4
+    return False
+
+
+def _late_start(
+    trace: Trace,
+    cols: EventColumns,
+    api_mask: np.ndarray,
+    with_id: np.ndarray,
+    api_ids: np.ndarray,
+    gpu_ids: np.ndarray | None,
+    first_gpu_start: int,
+) -> int | None:
+    """How many launch calls (``with_id``: the launch calls with an id, over the API calls) start before
+    ``first_gpu_start`` and match no GPU op by id: work launched before the GPU side was recorded. None (not
+    counted) where too few launch calls start that early to matter, the usual case, or where no GPU op carries an
+    id to match."""
+    early = int(np.count_nonzero(with_id)) - _launches_from(trace, cols, api_mask, with_id, first_gpu_start)
+    if gpu_ids is None or early < LOST_SHARE * int(np.count_nonzero(with_id)):
+        return None
+    op_ids = gpu_ids[gpu_ids >= 0]
+    if not op_ids.size:
+        return None
+    starts = cols.start[np.flatnonzero(api_mask)]
+    before = with_id & (starts < first_gpu_start)
+    return int(np.count_nonzero(~_member(api_ids[before], op_ids)))
 
 
 def _overhead(trace: Trace, window: tuple[int, int] | None, host: np.ndarray | None) -> dict[str, Any]:

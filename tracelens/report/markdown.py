@@ -91,6 +91,13 @@ def _headline(doc: Document) -> Lines:
     elif "steps" in doc:
         lines.append("- **Step time:** no step markers in this trace")
     primary = primary_of(doc)
+    rank = cast("Mapping[str, Any]", doc).get("representative_rank")  # a run document's key
+    if primary and rank is not None:
+        # a run: the figures above cover every rank, the diagnosis below is one rank's (docs/multirank.md)
+        lines.append(
+            f"- **Diagnosed rank:** rank {md(rank)} (the rank waiting longest in "
+            "collectives, else the least utilized): the primary cause, findings and host side below are its own"
+        )
     if primary:
         cause = primary.get("cause")
         finding = md(sentence(primary, doc.get("diagnosis")))

@@ -42,6 +42,8 @@ from .sections import (
     memcpy_checks,
     num,
     objects,
+    occupancy_all_unmeasured,
+    occupancy_unmeasured,
     ordered_host,
     step_digest,
 )
@@ -372,6 +374,17 @@ def _sync(doc: Document) -> Lines:
     return lines + names.block()
 
 
+def _occupancy_totals(occ: Mapping[str, Any], mean: Callable[[str], str], gpus: int) -> str:
+    return (
+        f"{num(occ.get('computed_count'))} of {counted(occ.get('kernel_count'), 'kernel')} with a computed "
+        f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
+        f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
+        f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
+        f"under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
+        "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose."
+    )
+
+
 def _occupancy(doc: Document) -> Lines:
     occ = doc.get("occupancy")
     if not isinstance(occ, dict) or "per_device" not in occ:
@@ -383,14 +396,13 @@ def _occupancy(doc: Document) -> Lines:
     def mean(key: str) -> str:
         return fmt_ns(device_mean(occ.get(key), gpus))
 
-    lines.append(
-        f"{num(occ.get('computed_count'))} of {counted(occ.get('kernel_count'), 'kernel')} with a computed "
-        f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
-        f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
-        f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
-        f"under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
-        "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose."
-    )
+    if occupancy_all_unmeasured(occ):  # nothing known: a "0 ns lost" would be no measurement
+        lines.append(
+            f"0 of {counted(occ.get('kernel_count'), 'kernel')} with a computed occupancy: no occupancy loss "
+            "can be measured (why, per GPU, below)."
+        )
+    else:
+        lines.append(_occupancy_totals(cast("Mapping[str, Any]", occ), mean, gpus))
     devices = [d for d in occ.get("per_device") or [] if isinstance(d, dict)]
     if devices:
         lines.append("")
@@ -406,11 +418,20 @@ def _occupancy(doc: Document) -> Lines:
                     fmt_pct(d.get("time_weighted_theoretical")),
                     fmt_pct(d.get("time_weighted_estimated_achieved")),
                     fmt_pct(d.get("time_weighted_reported")),
-                    fmt_ns(d.get("low_ns")),
-                    fmt_ns(d.get("register_or_shared_limited_ns")),
-                    fmt_ns(d.get("under_filled_ns")),
-                    fmt_ns(d.get("block_shape_limited_ns")),
-                    fmt_ns(d.get("lost_ns")),
+                    *(
+                        ["-"] * 5  # nothing computed on this GPU: no time measured
+                        if occupancy_unmeasured(d)
+                        else [
+                            fmt_ns(cast("int | None", d.get(key)))
+                            for key in (
+                                "low_ns",
+                                "register_or_shared_limited_ns",
+                                "under_filled_ns",
+                                "block_shape_limited_ns",
+                                "lost_ns",
+                            )
+                        ]
+                    ),
                     md(top or "-"),
                     md(d.get("not_computed_reason") or ""),
                 ]

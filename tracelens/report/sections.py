@@ -10,7 +10,7 @@ time per step (terminal), the host category order and the per-step digest (markd
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar, cast
 
 from ..analyses.diagnosis import VERDICTS
@@ -172,6 +172,20 @@ def other_causes(diagnosis: Diagnosis, primary: Cause) -> list[Cause]:
 def gpu_count(doc: Document) -> int:
     """The document's GPUs (at least 1): section totals that sum the GPUs are shown as their mean."""
     return len(doc.get("devices") or []) or 1
+
+
+def occupancy_unmeasured(device: Any) -> bool:
+    """An ``occupancy.per_device`` row that measured nothing: no kernel's occupancy computed and no SM count to
+    judge grid fill by (its 0 ns are no measurement; with an SM count the under-filled loss is measured)."""
+    return (
+        isinstance(device, Mapping) and device.get("computed_count") == 0 and device.get("sm_count") is None
+    )
+
+
+def occupancy_all_unmeasured(occ: Any) -> bool:
+    """Every GPU of the ``occupancy`` section measured nothing (:func:`occupancy_unmeasured`)."""
+    devices = (occ.get("per_device") if isinstance(occ, Mapping) else None) or []
+    return bool(devices) and all(occupancy_unmeasured(d) for d in devices)
 
 
 def device_mean(total: Any, gpus: int) -> float | None:

@@ -41,6 +41,7 @@ from .sections import (
     main_limiter,
     num,
     objects,
+    occupancy_all_unmeasured,
     other_causes,
     primary_kind,
     primary_of,
@@ -329,6 +330,12 @@ def _gaps(doc: Document, console: Console) -> None:
         console.print(table.rich(console.width))
 
 
+def _summed_over(doc: Document) -> str:
+    """Beside a total that sums every GPU, where the summary shows per-GPU means: which it is."""
+    gpus = gpu_count(doc)
+    return f" summed over {gpus} GPUs" if gpus > 1 else ""
+
+
 def _kernels(doc: Document, console: Console) -> None:
     kernels = doc.get("kernels")
     if not isinstance(kernels, dict) or not kernels.get("by_name"):
@@ -336,7 +343,7 @@ def _kernels(doc: Document, console: Console) -> None:
     console.print()
     table = new_table(
         f"Top kernels ({plural(kernels.get('count') or 0, 'launch', 'launches')}, {plural(kernels.get('distinct_names') or 0, 'name')}, "
-        f"{fmt_ns(kernels.get('total_ns'))})",
+        f"{fmt_ns(kernels.get('total_ns'))}{_summed_over(doc)})",
         ["kernel", "time%", "total", "count", "avg", "max"],
         {"time%", "total", "count", "avg", "max"},
     )
@@ -363,7 +370,8 @@ def _memcpy(doc: Document, console: Console) -> None:
         return
     console.print()
     exposed = memcpy.get("device_mean_exposed_ns")
-    per_gpu = ", mean per GPU" if len(memcpy.get("per_device") or []) > 1 else ""
+    gpus = len(memcpy.get("per_device") or [])
+    per_gpu = f", mean per GPU; rows summed over {gpus} GPUs" if gpus > 1 else ""
     title = "Memory copies" + (
         f" ({fmt_ns(exposed)} not overlapped by compute{per_gpu})" if exposed is not None else ""
     )
@@ -408,12 +416,15 @@ def _occupancy(doc: Document, console: Console) -> None:
     # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
     gpus = gpu_count(doc)
     lost = device_mean(occ.get("lost_ns"), gpus)
-    print_text(
-        console,
-        f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed, "
-        f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
-        f"(low < {fmt_pct(occ.get('low_threshold'))})",
-    )
+    head = f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed"
+    if occupancy_all_unmeasured(occ):  # nothing known: a "lost 0 ns" would be no measurement
+        print_text(console, f"{head}: no occupancy loss can be measured")
+    else:
+        print_text(
+            console,
+            f"{head}, lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+            f"(low < {fmt_pct(occ.get('low_threshold'))})",
+        )
     for d in occ.get("per_device") or []:
         if not isinstance(d, dict):
             continue

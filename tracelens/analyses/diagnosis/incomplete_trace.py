@@ -55,6 +55,21 @@ def _lost_gpu(ev: dict[str, Any]) -> str:
     )
 
 
+def _late_gpu(ev: dict[str, Any]) -> str:
+    return (
+        f"{ev.get('before_first_gpu_op', 0):,} of {calls(ev.get('launch_calls', 0), 'launch call')} "
+        f"({fmt_pct(ev.get('share'))}) start before the first recorded GPU op and match none: the GPU side "
+        "starts late"
+    )
+
+
+def _lost_kernels(ev: dict[str, Any]) -> str:
+    return (
+        f"the trace records {calls(ev.get('kernel_launch_calls', 0), 'kernel launch call')} and "
+        f"{calls(ev.get('gpu_ops', 0), 'GPU op')}, none of them a kernel: the profiler lost the kernels"
+    )
+
+
 def _no_launches(ev: dict[str, Any]) -> str:
     if not ev.get("api_calls"):
         return (
@@ -107,6 +122,8 @@ def _overhead(ev: dict[str, Any]) -> str:
 PROBLEM_CLAUSES: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_gpu_activity": _no_gpu,
     "launches_without_gpu_activity": _lost_gpu,
+    "launches_before_gpu_activity": _late_gpu,
+    "kernel_launches_without_kernels": _lost_kernels,
     "gpu_activity_without_launches": _no_launches,
     "missing_correlation_ids": _ids,
     "dropped_events": _dropped,
