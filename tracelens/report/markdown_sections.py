@@ -38,6 +38,7 @@ from .sections import (
     STEP_TABLE_ROWS,
     device_mean,
     gpu_count,
+    gpu_equivalents_of,
     main_limiter,
     memcpy_checks,
     num,
@@ -378,10 +379,10 @@ def _occupancy(doc: Document) -> Lines:
         return section_generic("occupancy")(doc)
     lines = ["", _heading("occupancy"), ""]
     # The section's totals sum the GPUs: shown as device-means (the diagnosis' low_occupancy loss) with several.
-    gpus = gpu_count(doc)
+    gpus, weight = gpu_count(doc), gpu_equivalents_of(doc)
 
     def mean(key: str) -> str:
-        return fmt_ns(device_mean(occ.get(key), gpus))
+        return fmt_ns(device_mean(occ.get(key), weight))
 
     lines.append(
         f"{num(occ.get('computed_count'))} of {counted(occ.get('kernel_count'), 'kernel')} with a computed "

@@ -38,6 +38,7 @@ from .sections import (
     device_label,
     device_mean,
     gpu_count,
+    gpu_equivalents_of,
     main_limiter,
     num,
     objects,
@@ -407,7 +408,7 @@ def _occupancy(doc: Document, console: Console) -> None:
     console.print()
     # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
     gpus = gpu_count(doc)
-    lost = device_mean(occ.get("lost_ns"), gpus)
+    lost = device_mean(occ.get("lost_ns"), gpu_equivalents_of(doc))
     print_text(
         console,
         f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed, "
