@@ -53,7 +53,8 @@ def test_sections_missing_from_the_doc_are_skipped() -> None:
         doc.pop(key)
     text = terminal.render(doc)
     assert "Top kernels" not in text and "Host side" not in text and "Diagnosis" not in text
-    assert "GPU busy 50.2%: kernels 49.6%, copies only 0.7% (mean over 2 GPUs)" in text
+    # GPU-time weighted over spans 15.19 and 12 ms (test_report_golden.test_core_golden_content): 52.2%.
+    assert "GPU busy 52.2%: kernels 51.5%, copies only 0.7% (over 2 GPUs, GPU-time weighted)" in text
 
 
 def test_no_gpu_trace() -> None:

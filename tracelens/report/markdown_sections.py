@@ -213,7 +213,7 @@ def _memcpy(doc: Document) -> Lines:
         f"{counted(memcpy.get('count'), 'copy', 'copies')}, {fmt_bytes(memcpy.get('bytes'))}, "
         f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
         f"{fmt_ns(memcpy.get('device_mean_exposed_ns'))} of copy time not overlapped by compute"
-        + (" (mean per GPU)." if len(memcpy.get("per_device") or []) > 1 else ".")
+        + (" (per GPU, GPU-time weighted mean)." if len(doc.get("devices") or []) > 1 else ".")
     )
     lines.append("")
     rows = [
@@ -238,7 +238,7 @@ def _memcpy(doc: Document) -> Lines:
                 "count",
                 "bytes",
                 "time",
-                "exposed (GPU mean)",
+                "exposed (device-mean)",
                 "bandwidth",
                 "median copy bandwidth",
                 "pageable",
@@ -388,7 +388,7 @@ def _occupancy(doc: Document) -> Lines:
         f"{num(occ.get('computed_count'))} of {counted(occ.get('kernel_count'), 'kernel')} with a computed "
         f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
         f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
-        f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
+        f"{mean('lost_ns')}{' per GPU (GPU-time weighted mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
         f"under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
         "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose."
     )

@@ -131,7 +131,8 @@ def _headline(doc: Document, console: Console) -> None:
     console.print()
     print_text(
         console,
-        f"Summary{' (times per GPU, mean)' if summary_means(doc) else ''}: " + "; ".join(parts),
+        f"Summary{' (times per GPU, GPU-time weighted mean)' if summary_means(doc) else ''}: "
+        + "; ".join(parts),
         indent="",
     )
 
@@ -208,7 +209,7 @@ def _devices(doc: Document, console: Console) -> None:
     named = any(d.get("name") for d in devices)  # a name column only when the trace names some device
     busy = busy_sentence(doc)
     table = new_table(
-        busy + (f" (mean over {plural(len(devices), 'GPU')})" if len(devices) > 1 else ""),
+        busy + (f" (over {plural(len(devices), 'GPU')}, GPU-time weighted)" if len(devices) > 1 else ""),
         [
             "GPU",
             "util",
@@ -364,7 +365,7 @@ def _memcpy(doc: Document, console: Console) -> None:
         return
     console.print()
     exposed = memcpy.get("device_mean_exposed_ns")
-    per_gpu = ", mean per GPU" if len(memcpy.get("per_device") or []) > 1 else ""
+    per_gpu = ", per GPU, GPU-time weighted mean" if len(doc.get("devices") or []) > 1 else ""
     title = "Memory copies" + (
         f" ({fmt_ns(exposed)} not overlapped by compute{per_gpu})" if exposed is not None else ""
     )
@@ -412,7 +413,7 @@ def _occupancy(doc: Document, console: Console) -> None:
     print_text(
         console,
         f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed, "
-        f"lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+        f"lost {fmt_ns(lost)}{' per GPU (GPU-time weighted mean)' if gpus > 1 else ''} "
         f"(low < {fmt_pct(occ.get('low_threshold'))})",
     )
     for d in occ.get("per_device") or []:
