@@ -159,3 +159,65 @@ def test_summary_of_a_stray_copy_document():
     doc = analyze(_trace([*GPU0_30, STRAY]))
     again = summarize({k: v for k, v in doc.items() if k != "summary"})
     assert again == doc["summary"]
+
+
+def test_a_stray_gpu_beside_two_working_ones_leaves_their_imbalance_alone():
+    # GPUs 0 and 1 over [0, 1000): busy 600 and 200 (as in the equal-window case); GPU 2 one 5 ns copy at 500.
+    # GPU 2 spans 0.5% of the window: not compared. Imbalance among GPUs 0 and 1: (0 + 400) / 2 = 200, GPU 1 the
+    # least busy (not GPU 2, busy 5 ns). n_eff = (1000 + 1000 + 5) / 1000 = 2.005.
+    stray = {**STRAY, "start_ns": 500, "end_ns": 505, "device": 2}
+    rows = [_kernel(0, 0, 300), _kernel(0, 700, 1000), _kernel(1, 0, 100), _kernel(1, 900, 1000), stray]
+    doc = analyze(_trace(rows))
+    lost = _lost(doc)
+    assert lost["multi_gpu_imbalance"] == 200
+    imbalance = next(c for c in doc["diagnosis"]["causes"] if c["cause"] == "multi_gpu_imbalance")
+    ev = imbalance["evidence"]
+    assert (ev["busiest_device"], ev["least_busy_device"], ev["busiest_ns"]) == (0, 1, 600)
+    assert ev["busy_by_device"] == {"0": 600, "1": 200, "2": 5}  # every GPU still shown
+    assert ev["within_trace_ns"] == 200
+    assert lost["unexplained_idle"] == round((400 + 800) / 2.005)
+    assert doc["summary"]["gpu_utilization"] == pytest.approx(805 / 2005)
+
+
+def test_idle_causes_partition_the_weighted_mean_idle():
+    # With host rows splitting the idle time: the idle-based causes add up to the device-mean idle, Σ idle / n_eff,
+    # which is (1 - utilization) x span. GPU 0 over [0, 1000) (busy 600), GPU 1 over [200, 700) (busy 200).
+    rows = [_kernel(0, 0, 300), _kernel(0, 700, 1000), _kernel(1, 200, 300), _kernel(1, 600, 700)]
+    rows += [
+        {"kind": "cpu_op", "name": "aten::x", "start_ns": 300, "end_ns": 450, "pid": 1, "tid": 1},
+        {
+            "kind": "runtime",
+            "name": "cudaDeviceSynchronize",
+            "start_ns": 450,
+            "end_ns": 550,
+            "pid": 1,
+            "tid": 1,
+        },
+    ]
+    doc = analyze(_trace(rows))
+    diag, attribution = doc["diagnosis"], doc["attribution"]
+    n_eff = 1.5
+    idle = sum(d["idle_ns"] for d in attribution["devices"])
+    assert idle == 400 + 300
+    assert sum(attribution["mean_by_cause"].values()) == pytest.approx(idle / n_eff)
+    assert idle / n_eff == pytest.approx((1 - diag["busy_share"]) * diag["span_ns"])
+    idle_causes = ("startup", "input_pipeline", "host_launch_overhead", "synchronization", "unexplained_idle")
+    lost = _lost(doc)
+    # GPU 0's gap [300,700): cpu 150, sync 100, nothing 150; GPU 1's [300,600): cpu 150, sync 100, nothing 50.
+    assert attribution["mean_by_cause"] == pytest.approx(
+        {
+            "startup": 0,
+            "sync": 200 / n_eff,
+            "input": 0,
+            "launch": 0,
+            "cpu": 300 / n_eff,
+            "nothing": 200 / n_eff,
+        }
+    )
+    assert (lost["host_launch_overhead"], lost["synchronization"], lost["unexplained_idle"]) == (
+        200,
+        133,
+        133,
+    )
+    # memcpy's idle part (sync_copy_ns) is 0 here: no copies.
+    assert sum(lost.get(c, 0) for c in idle_causes) == pytest.approx(idle / n_eff, abs=len(idle_causes))
