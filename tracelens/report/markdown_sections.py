@@ -238,7 +238,7 @@ def _memcpy(doc: Document) -> Lines:
                 "count",
                 "bytes",
                 "time",
-                "exposed (device-mean)",
+                "exposed (GPU mean)",
                 "bandwidth",
                 "median copy bandwidth",
                 "pageable",
