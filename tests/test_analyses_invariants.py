@@ -106,10 +106,11 @@ def test_causes_within_span(path):
         (c["rank_ns"] for c in diag["causes"]), reverse=True
     )
     # The rule (docs/analyses.md): the first cause is primary when its rank_share is above the threshold, or when
-    # the GPUs are starved (device-mean busy share below healthy_min_busy) whatever its share; else `none`;
-    # `incomplete_trace` (primary-only) overrides both when the trace cannot answer.
-    shares = [busy / (last - first) for busy, first, last in _sweep_busy(trace).values() if last > first]
-    busy_share = sum(shares) / len(shares) if shares else None
+    # the GPUs are starved (their busy share of their time, Σ busy / Σ span: GPU-time weighted, below
+    # healthy_min_busy) whatever its share; else `none`; `incomplete_trace` (primary-only) overrides both when the
+    # trace cannot answer.
+    timed = [(busy, last - first) for busy, first, last in _sweep_busy(trace).values() if last > first]
+    busy_share = sum(b for b, _ in timed) / sum(s for _, s in timed) if timed else None
     assert diag["busy_share"] == (None if busy_share is None else pytest.approx(busy_share))
     starved = busy_share is not None and busy_share < diag["healthy_min_busy"]
     largest = diag["causes"][0] if diag["causes"] else None

@@ -189,7 +189,9 @@ def test_totals_over_devices():
         "cpu": 50,
         "nothing": 90,
     }
-    assert out["mean_by_cause"]["nothing"] == 45
+    # Device-mean, GPU-time weighted: GPU 0 spans [10,300) = 290, GPU 1 [10,100) = 90, their union 290, so
+    # n_eff = (290 + 90) / 290 and nothing per GPU = 90 / n_eff = 90 x 290 / 380 (the plain mean read 45).
+    assert out["mean_by_cause"]["nothing"] == pytest.approx(90 * 290 / 380)
 
 
 def test_name_patterns():

@@ -332,9 +332,10 @@ def test_nsys_export_with_renamed_collective_kernels(tmp_path):
 
 
 def test_communication_cause_in_the_diagnosis():
-    # The hand-built case: exposed 50 ns on GPU 0 and 20 ns on GPU 1 -> device-mean 35; span = union of the
-    # device spans [0,300) = 300 -> share 35/300. GPU 1 is busy 30 ns against GPU 0's 270 (span 300 - idle 30):
-    # imbalance (270 - 30) / 2 = 120 ranks first.
+    # The hand-built case: exposed 50 ns on GPU 0 and 20 ns on GPU 1; span = union of the device spans [0,300) =
+    # 300. GPU-time weighted device-mean: GPU 0 spans 300, GPU 1 [10,60) = 50, so n_eff = 350 / 300 and the loss
+    # is 70 / n_eff = 60 (the plain mean read 35) -> share 60/300. GPU 1 is busy 30 ns against GPU 0's 270 (span
+    # 300 - idle 30); it spans 50 of 300 ns (over 5%): compared, imbalance (270 - 30) / 2 = 120 ranks first.
     from tracelens.analyses import analyze
     from tracelens.analyses.diagnosis.communication import FIX as COMMUNICATION_FIX
 
@@ -351,7 +352,7 @@ def test_communication_cause_in_the_diagnosis():
     diagnosis = analyze(Trace.from_rows(rows))["diagnosis"]
     causes = {c["cause"]: c for c in diagnosis["causes"]}
     comm = causes["communication"]
-    assert (comm["lost_ns"], comm["share"]) == (35, pytest.approx(35 / 300))
+    assert (comm["lost_ns"], comm["share"]) == (60, pytest.approx(60 / 300))
     assert comm["evidence"]["exposed_by_device"] == {"0": 50, "1": 20}
     assert comm["evidence"]["overlap_share"] == pytest.approx(1 - 70 / 120)
     assert [t["type"] for t in comm["evidence"]["by_type"]] == ["all_reduce", "all_gather"]

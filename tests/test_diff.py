@@ -64,9 +64,11 @@ def metric(result: dict, key: str) -> dict:
 
 
 def test_utilization_is_the_device_mean() -> None:
-    # Device 0 busy 90 of 100, device 1 busy 10 of 300: (0.9 + 1/30) / 2 = 0.4667 (not Σbusy/Σspan = 0.25),
-    # the mean its parts (summary.utilization_by_kind) add up to.
-    assert gpu_utilization(doc([(90, 100), (10, 300)])) == pytest.approx((0.9 + 10 / 300) / 2)
+    # Device 0 busy 90 of 100, device 1 busy 10 of 300: GPU-time weighted, Σbusy/Σspan = 100 / 400 = 0.25 (the
+    # plain mean of the shares read (0.9 + 1/30) / 2 = 0.4667), as its parts (summary.utilization_by_kind) add up.
+    assert gpu_utilization(doc([(90, 100), (10, 300)])) == pytest.approx(100 / 400)
+    # Equal spans: the plain mean of the shares.
+    assert gpu_utilization(doc([(90, 100), (10, 100)])) == (0.9 + 0.1) / 2
     assert gpu_utilization(doc([])) is None
     assert mean_step_ns(doc([(1, 2)], steps=[10, 20, 60])) == 30.0
     assert mean_step_ns(doc([(1, 2)])) is None

@@ -80,7 +80,9 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
     # a zero-duration DtoH at 400. GPU 1: one DtoD [0,10) of 0 bytes, no kernels.
     # GPU 0 copy union = [50,250) = 200 (+ the empty [400,400)); covered by kernels: [50,100) + [200,250) = 100
     #   -> exposed 100. busy = [0,300) = 300, span = 0..400 = 400 -> busy share 200/300, span share 200/400.
-    # GPU 1: union 10, exposed 10. Device-mean exposed (110) / 2 = 55; HtoD's (100 + 0) / 2 = 50.
+    # GPU 1: union 10, exposed 10, span 10. Device-means GPU-time weighted: n_eff = (400 + 10) / 400 (the union of
+    #   the windows is GPU 0's), exposed 110 / n_eff = 107.3, union 210 / n_eff; HtoD's 100 / n_eff (the plain
+    #   means read 55, 105 and 50).
     # HtoD bandwidth: 1000/100 ns = 1e10 B/s, 2600/130 ns = 2e10 B/s; aggregate 3600 B / 230 ns;
     #   percentiles of [1e10, 2e10] (linear): p10 = 1.1e10, p50 = 1.5e10, p90 = 1.9e10.
     rows = [
@@ -93,19 +95,18 @@ def test_exposed_time_shares_and_bandwidth_by_hand():
     ]
     doc = memcpy_report(Trace.from_rows(rows))
     json.dumps(doc, allow_nan=False)
-    assert (doc["device_mean_exposed_ns"], doc["device_mean_union_ns"]) == (55, 105)
+    n_eff = 410 / 400
+    assert (doc["device_mean_exposed_ns"], doc["device_mean_union_ns"]) == pytest.approx(
+        (110 / n_eff, 210 / n_eff)
+    )
     dev0 = doc["per_device"][0]
     assert (dev0["busy_ns"], dev0["span_ns"], dev0["union_ns"], dev0["exposed_ns"]) == (300, 400, 200, 100)
     assert dev0["busy_share"] == pytest.approx(200 / 300) and dev0["span_share"] == pytest.approx(0.5)
     kinds = {k["kind"]: k for k in doc["by_kind"]}
     assert [k["kind"] for k in doc["by_kind"]] == ["HtoD", "DtoH", "DtoD"]
     htod = kinds["HtoD"]
-    assert (htod["count"], htod["bytes"], htod["duration_ns"], htod["device_mean_exposed_ns"]) == (
-        2,
-        3600,
-        230,
-        50,
-    )
+    assert (htod["count"], htod["bytes"], htod["duration_ns"]) == (2, 3600, 230)
+    assert htod["device_mean_exposed_ns"] == pytest.approx(100 / n_eff)
     dev0_htod = dev0["by_kind"][0]  # GPU 0's own kinds; no memory kinds given: neither pinned nor pageable
     assert (dev0_htod["kind"], dev0_htod["exposed_ns"], dev0_htod["pinned_ns"], dev0_htod["pageable_ns"]) == (
         "HtoD",
@@ -336,6 +337,10 @@ def test_nsys_totals_match_sql(path: Path):
         copies[dev].append((s, e))
     for dev, s, e in con.execute("SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_KERNEL"):
         kernels[dev].append((s, e))
+    memsets: dict[int, list] = defaultdict(list)
+    if con.execute("SELECT 1 FROM sqlite_master WHERE name = 'CUPTI_ACTIVITY_KIND_MEMSET'").fetchall():
+        for dev, s, e in con.execute("SELECT deviceId, start, end FROM CUPTI_ACTIVITY_KIND_MEMSET"):
+            memsets[dev].append((s, e))
     con.close()
 
     doc = analyze(load(path), sections=["memcpy"])["memcpy"]
@@ -346,7 +351,16 @@ def test_nsys_totals_match_sql(path: Path):
     }
     assert got == expected
     assert (doc["launch"]["sync_count"], doc["launch"]["async_count"]) == (sync, asynchronous)
-    gpus = len(set(copies) | set(kernels))
+    # Device-mean, GPU-time weighted: Σ / n_eff, n_eff = Σ of the GPUs' spans / the union of their windows.
+    windows = {}
+    for d in set(copies) | set(kernels) | set(memsets):
+        ops = copies.get(d, []) + kernels.get(d, []) + memsets.get(d, [])
+        windows[d] = (min(s for s, _ in ops), max(e for _, e in ops))
+    spans = sum(e - s for s, e in windows.values())
+    union = _exposed_by_sweep(
+        list(windows.values()), []
+    )  # the union of the windows (no "kernel" to subtract)
+    gpus = spans / union if spans and union else len(windows)
     assert doc["device_mean_exposed_ns"] == pytest.approx(
         sum(_exposed_by_sweep(copies[d], kernels.get(d, [])) for d in copies) / gpus
     )

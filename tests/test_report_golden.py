@@ -228,11 +228,12 @@ def test_core_golden_content() -> None:
     """What the core golden must say, checked by substance so a regenerated file cannot silently drop it."""
     text = markdown.render(core_doc())
     # GPU 0 busy: 2 copies of 100 µs + 2 kernels of 5 ms = 10.2 ms over 4.03 ms .. 19.22 ms = 15.19 ms span;
-    # GPU 1: 2 kernels of 2 ms = 4 ms over 5 ms .. 17 ms = 12 ms span. Device-mean: (10.2 / 15.19 + 4 / 12) / 2
-    # = 50.2%; kernels (10 / 15.19 + 4 / 12) / 2 = 49.6%, copies only (0.2 / 15.19 + 0) / 2 = 0.7%.
+    # GPU 1: 2 kernels of 2 ms = 4 ms over 5 ms .. 17 ms = 12 ms span. GPU-time weighted (Σ / Σ span, 27.19 ms):
+    # (10.2 + 4) / 27.19 = 52.2% (the plain mean of the shares read 50.2%); kernels (10 + 4) / 27.19 = 51.5%,
+    # copies only 0.2 / 27.19 = 0.7%.
     assert (
-        "- **GPU busy 50.2%:** kernels 49.6%, copies only 0.7% (mean over 2 devices: GPU 0 67.1%, GPU 1 33.3%)"
-        in text
+        "- **GPU busy 52.2%:** kernels 51.5%, copies only 0.7% "
+        "(over 2 devices, GPU-time weighted: GPU 0 67.1%, GPU 1 33.3%)" in text
     )
     assert "- **Primary cause:** `input_pipeline`: 8 ms lost (40.0% of the span)" in text
     assert "| 1 | 🔴 high | `input_pipeline` | 8 ms | 40.0% |" in text

@@ -5,8 +5,8 @@ with a plain sort-and-sweep (not the analyses' interval code):
 - a sentence that names a GPU gives that GPU's own numbers;
 - nothing lost, exposed or "not overlapped" exceeds the GPU window of its scope (a device's span for a
   per-device figure, the device-mean span for a device-mean);
-- ``summary.utilization_by_kind`` adds up to ``summary.gpu_utilization`` and each part is the device-mean of
-  that kind's share of the span.
+- ``summary.utilization_by_kind`` adds up to ``summary.gpu_utilization`` and each part is that kind's share of
+  the GPUs' time (Σ part / Σ span: GPU-time weighted, docs/analyses.md).
 Plus a hand-derived two-GPU case for the utilization split.
 """
 
@@ -93,6 +93,7 @@ def _per_device(trace: Trace) -> dict[int, dict[str, Any]]:
         kc, kcm = _union(k + c), _union(k + c + m)
         out[device] = {
             "span": max(e for _, e in everything) - min(s for s, _ in everything),
+            "window": (min(s for s, _ in everything), max(e for _, e in everything)),
             "kernels": _union(k),
             "k_or_c": kc,
             "busy": kcm,
@@ -159,19 +160,17 @@ def _check(trace: Trace) -> None:
         assert summary["gpu_utilization"] is None and summary["utilization_by_kind"] is None
         return
 
-    # The utilization and its split: device-means of each GPU's own shares, adding up.
+    # The utilization and its split: the GPUs' busy share of their time (Σ over GPUs / Σ span), adding up.
     timed = [own for own in per_device.values() if own["span"] > 0]
     if timed:
-        n = len(timed)
-        assert summary["gpu_utilization"] == pytest.approx(
-            sum(o["busy"] / o["span"] for o in timed) / n, abs=1e-12
-        )
+        total = sum(o["span"] for o in timed)
+        assert summary["gpu_utilization"] == pytest.approx(sum(o["busy"] for o in timed) / total, abs=1e-12)
         split = summary["utilization_by_kind"]
         assert split == pytest.approx(
             {
-                "kernels": sum(o["kernels"] / o["span"] for o in timed) / n,
-                "copies_only": sum((o["k_or_c"] - o["kernels"]) / o["span"] for o in timed) / n,
-                "memsets_only": sum((o["busy"] - o["k_or_c"]) / o["span"] for o in timed) / n,
+                "kernels": sum(o["kernels"] for o in timed) / total,
+                "copies_only": sum(o["k_or_c"] - o["kernels"] for o in timed) / total,
+                "memsets_only": sum(o["busy"] - o["k_or_c"] for o in timed) / total,
             },
             abs=1e-12,
         )
@@ -192,9 +191,13 @@ def _check(trace: Trace) -> None:
             own["busy"] - own["k_or_c"],
         )
 
-    # Nothing lost, exposed or not overlapped exceeds the window of its scope.
+    # Nothing lost, exposed or not overlapped exceeds the window of its scope. The device-mean span is Σ span /
+    # n_eff (n_eff = Σ span / the union of the GPUs' windows): the union itself.
     mean_span = summary["device_mean_span_ns"]
-    assert mean_span == pytest.approx(sum(o["span"] for o in per_device.values()) / len(per_device))
+    union = _union([o["window"] for o in per_device.values()])
+    spans = sum(o["span"] for o in per_device.values())
+    n_eff = spans / union if spans and union else len(per_device)
+    assert mean_span == pytest.approx(spans / n_eff)
     for key in ("device_mean_busy_ns", "device_mean_memcpy_exposed_ns"):
         assert summary[key] is None or summary[key] <= mean_span, key
     memcpy = doc.get("memcpy") or {}
@@ -222,7 +225,7 @@ def _check(trace: Trace) -> None:
     for d in occupancy.get("per_device") or []:
         assert d["lost_ns"] <= per_device[d["device"]]["span"]
     if occupancy.get("lost_ns") is not None:  # summed over GPUs in JSON; rendered as the device-mean
-        assert occupancy["lost_ns"] / len(per_device) <= mean_span
+        assert occupancy["lost_ns"] / n_eff <= mean_span * (1 + 1e-12)
     diagnosis = doc["diagnosis"]
     for cause in diagnosis["causes"]:
         assert cause["lost_ns"] <= mean_span and cause["share"] <= 1.0, cause["cause"]
@@ -307,26 +310,24 @@ def test_utilization_by_kind_by_hand() -> None:
         200,
     )
     summary = doc["summary"]
-    assert summary["gpu_utilization"] == pytest.approx((270 / 310 + 200 / 300) / 2, abs=1e-15)
+    # GPU-time weighted (spans 310 and 300): Σ busy / Σ span = 470 / 610 (the plain mean of the shares read
+    # (270 / 310 + 200 / 300) / 2 = 76.9%).
+    assert summary["gpu_utilization"] == pytest.approx(470 / 610, abs=1e-15)
     assert summary["utilization_by_kind"] == pytest.approx(
-        {
-            "kernels": (100 / 310 + 110 / 300) / 2,
-            "copies_only": (100 / 310 + 90 / 300) / 2,
-            "memsets_only": (70 / 310) / 2,
-        },
-        abs=1e-15,
+        {"kernels": 210 / 610, "copies_only": 190 / 610, "memsets_only": 70 / 610}, abs=1e-15
     )
-    # Durations are device-means: spans (310 + 300) / 2, busy (270 + 200) / 2, kernel time (100 + 110) / 2,
-    # copies with no kernel beside them (100 + 90) / 2.
+    # Durations are device-means, Σ / n_eff: the windows [0,310) and [1000,1300) are disjoint, so their union is
+    # 610 = Σ span and n_eff = 1: span 610, busy 270 + 200, kernel time 100 + 110, copies with no kernel beside
+    # them 100 + 90 (the GPUs take turns: one GPU's worth of time at any instant of the window).
     assert (
         summary["device_mean_span_ns"],
         summary["device_mean_busy_ns"],
         summary["device_mean_kernel_ns"],
         summary["device_mean_memcpy_exposed_ns"],
-    ) == (305, 235, 105, 95)
+    ) == (610, 470, 210, 190)
     assert summary["kernel_count"] == 3 and summary["memcpy_count"] == 2  # counts stay totals
-    # busy (0.871 + 0.667) / 2 = 76.9%; kernels 34.5%, copies only 31.1%, memsets only 11.3%.
+    # busy 470 / 610 = 77.0%; kernels 34.4%, copies only 31.1%, memsets only 11.5%.
     assert (
         utilization_sentence(summary)
-        == "GPU busy 76.9%: kernels 34.5%, copies only 31.1%, memsets only 11.3%"
+        == "GPU busy 77.0%: kernels 34.4%, copies only 31.1%, memsets only 11.5%"
     )

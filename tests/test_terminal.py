@@ -53,7 +53,8 @@ def test_sections_missing_from_the_doc_are_skipped() -> None:
         doc.pop(key)
     text = terminal.render(doc)
     assert "Top kernels" not in text and "Host side" not in text and "Diagnosis" not in text
-    assert "GPU busy 50.2%: kernels 49.6%, copies only 0.7% (mean over 2 GPUs)" in text
+    # GPU-time weighted over spans 15.19 and 12 ms (test_report_golden.test_core_golden_content): 52.2%.
+    assert "GPU busy 52.2%: kernels 51.5%, copies only 0.7% (over 2 GPUs, GPU-time weighted)" in text
 
 
 def test_no_gpu_trace() -> None:
@@ -128,7 +129,7 @@ def test_top_kernels_total_says_it_sums_the_gpus() -> None:
 
 def test_memory_copies_rows_say_they_sum_the_gpus() -> None:
     # One 100 ns HtoD copy on each of two GPUs: the table's row is 2 copies, 200 ns (the sum), the title's
-    # exposed time 100 ns (the mean): the title says which is which.
+    # exposed time 100 ns (the GPU-time weighted mean; the two share one window): the title says which is which.
     rows = [
         {
             "kind": "memcpy",
@@ -142,7 +143,7 @@ def test_memory_copies_rows_say_they_sum_the_gpus() -> None:
         for d in (0, 1)
     ]
     text = terminal.render(analyze(Trace.from_rows(rows)), width=120)
-    assert "Memory copies (100 ns not overlapped by compute, mean per GPU; rows summed over 2 GPUs)" in text
+    assert "Memory copies (100 ns not overlapped by compute, per GPU, GPU-time weighted mean; rows summed over 2 GPUs)" in text
 
 
 def test_occupancy_without_any_computed_kernel_claims_no_loss() -> None:

@@ -4,8 +4,9 @@ Works on the documents ``tracelens.analyze`` returns (or ``tracelens.load_docume
 traces may come from different formats. Every headline figure comes from the document's ``summary`` block.
 Definitions (also in ``docs/json.md``, section "diff"):
 
-* GPU utilization of a trace = the device-mean of busy_ns / span_ns (``summary.gpu_utilization``); null
-  when the trace has no GPU activity. Durations are device-means (``summary.device_mean_*``).
+* GPU utilization of a trace = Σ busy_ns / Σ span_ns over its GPUs, the GPU-time weighted device-mean of
+  busy_ns / span_ns (``summary.gpu_utilization``); null when the trace has no GPU activity. Durations are
+  device-means (``summary.device_mean_*``: Σ over the GPUs / n_eff, docs/analyses.md "GPU-time weighting").
 * Mean step time = mean duration of the steps in the ``steps`` section; null when the trace has no steps.
 * delta = head - base; relative = delta / base (null when base is 0 or either side is null).
 * A metric's change is "improved"/"regressed" when it moves beyond the noise floor in its better/worse
@@ -35,7 +36,7 @@ Doc = Document
 
 
 def gpu_utilization(doc: Doc) -> float | None:
-    """Device-mean utilization: the mean over devices of busy_ns / span_ns; null without GPU time."""
+    """Device-mean utilization: Σ busy_ns / Σ span_ns over the devices (GPU-time weighted); null without GPU time."""
     return summary_of(doc)["gpu_utilization"]
 
 

@@ -31,6 +31,7 @@ from .coded import CodedInts
 from .columns import (
     DeviceBusy,
     EventColumns,
+    busy_gpu_equivalents,
     device_busy,
     event_columns,
     memo,
@@ -446,12 +447,12 @@ def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, n
 def gap_attribution(trace: Trace) -> dict[str, Any]:
     devices = [device_attribution(trace, b) for b in device_busy(trace).values()]
     totals = {c: sum(d["by_cause"][c] for d in devices) for c in CAUSES}
-    n = len(devices)
+    gpus = busy_gpu_equivalents(device_busy(trace)) if devices else 0.0  # GPU-time weighted per GPU
     return {
         "priority": list(CAUSES),
         "devices": devices,
         "total_by_cause": totals,
-        "mean_by_cause": {c: (totals[c] / n if n else 0.0) for c in CAUSES},
+        "mean_by_cause": {c: (totals[c] / gpus if gpus else 0.0) for c in CAUSES},
         "sync_copy_ns": sum(d["sync_copy_ns"] for d in devices),
     }
 

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from .. import arrow_calls, intervals
 from ..arrow_read import arrow_filled, values_and_validity
+from ..document.summary import gpu_equivalents, windows_union
 from ..reads import log_column_read, released_error, untracked
 from ..trace import (
     ALL_KINDS,
@@ -564,6 +565,14 @@ class DeviceBusy:
     @property
     def gap_ends(self) -> np.ndarray:
         return self.busy_starts[1:]
+
+
+def busy_gpu_equivalents(busy: dict[int, DeviceBusy]) -> float:
+    """n_eff of the GPUs with activity (``document.summary.gpu_equivalents``, docs/analyses.md "GPU-time
+    weighting"): Σ span_ns / the union of their windows (the diagnosis span); 1.0 for one GPU, n for n GPUs over
+    one window. A per-GPU figure is a sum over the GPUs / n_eff."""
+    windows = [(b.first_start_ns, b.last_end_ns) for b in busy.values()]
+    return gpu_equivalents([b.span_ns for b in busy.values()], windows_union(windows))
 
 
 def device_busy(trace: Trace) -> dict[int, DeviceBusy]:

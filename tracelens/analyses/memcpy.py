@@ -2,7 +2,8 @@
 
 Definitions are in ``docs/memcpy.md``; the key ones:
   exposed_ns (device) = |union(copies)| - |union(copies) ∩ union(kernels)| on that device
-  device_mean_*       = a per-device figure averaged over the GPUs with activity (never above a GPU's span)
+  device_mean_*       = a per-device figure per GPU over the GPUs with activity, GPU-time weighted: Σ / n_eff
+                        (docs/analyses.md; the plain mean where they share one window; never above the span)
   busy_share          = |union(copies of that kind)| / device busy time (union of kernel, memcpy, memset)
   achieved bandwidth  = Σ bytes / Σ duration over copies with duration > 0 and known bytes
 
@@ -24,7 +25,7 @@ from ..gpu_specs import device_links
 from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
-from .columns import device_busy, event_columns, memo
+from .columns import busy_gpu_equivalents, device_busy, event_columns, memo
 from .copy_calls import launched_call_rows
 from .launch import launch_pairs
 from .masked_sums import count_where, sum_where
@@ -622,6 +623,9 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
     per_device: list[dict[str, Any]] = []
     kernel_union: dict[int, int] = {}  # per device: the kernels' union length (what could hide its copies)
     busy_devices = device_busy(trace)
+    gpus = (
+        busy_gpu_equivalents(busy_devices) if busy_devices else 0.0
+    )  # per GPU: Σ / n_eff (GPU-time weighted)
     for dev, device_activity in sorted(busy_devices.items()):
         busy, span = device_activity.busy_ns, device_activity.span_ns  # all GPU rows of the device
         dm = device == dev
@@ -641,7 +645,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
             # m is within dm: the same count is the same copies (one kind on the device), the same union
             same = count_where(m) == count_where(dm)
             k_union, k_exposed = (union, exposed) if same else _exposed(starts[m], ends[m], kernel_busy)
-            kind_index[kind]["device_mean_exposed_ns"] += k_exposed / len(busy_devices)
+            kind_index[kind]["device_mean_exposed_ns"] += k_exposed / gpus
             expected, link, source = _expected(kind, links)
             achieved = _achieved(nbytes[m], duration[m])
             large = m & np.isfinite(nbytes) & (nbytes >= LARGE_COPY_BYTES)
@@ -726,14 +730,10 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         "count": int(copy_count),
         "bytes": int(np.nansum(nbytes)),
         "duration_ns": int(duration.sum()),
-        # Device-means over the GPUs with activity (a GPU without copies counts 0): a sum over GPUs could
-        # exceed every GPU's window.
-        "device_mean_union_ns": sum(d["union_ns"] for d in per_device) / len(busy_devices)
-        if busy_devices
-        else 0.0,
-        "device_mean_exposed_ns": (
-            sum(d["exposed_ns"] for d in per_device) / len(busy_devices) if busy_devices else 0.0
-        ),
+        # Device-means over the GPUs with activity, GPU-time weighted (Σ / n_eff; a GPU without copies counts 0): a
+        # sum over GPUs could exceed every GPU's window.
+        "device_mean_union_ns": sum(d["union_ns"] for d in per_device) / gpus if busy_devices else 0.0,
+        "device_mean_exposed_ns": (sum(d["exposed_ns"] for d in per_device) / gpus if busy_devices else 0.0),
         "by_kind": by_kind,
         "per_device": per_device,
         "host_memory": host_memory,

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from .device_utilization import DeviceUtilization
 from .saved import dumps, is_document, load_document, looks_like_document
-from .summary import is_current_summary, summarize, summary_of
+from .summary import (
+    device_gpu_equivalents,
+    gpu_equivalents,
+    is_current_summary,
+    span_weighted,
+    summarize,
+    summary_of,
+    windows_union,
+)
 
 # The TypedDicts are imported when first named (module __getattr__), not with the package: an analyze process needs
 # them only for typing, and types.py is ~6 ms of its one-core start (kimp17).
@@ -189,13 +197,17 @@ __all__ = [
     "SyncStepMean",
     "UtilizationByKind",
     "Whatif",
+    "device_gpu_equivalents",
     "dumps",
+    "gpu_equivalents",
     "is_current_summary",
     "is_document",
     "load_document",
     "looks_like_document",
+    "span_weighted",
     "summarize",
     "summary_of",
+    "windows_union",
 ]
 
 

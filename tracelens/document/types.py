@@ -731,8 +731,9 @@ class StepStats(TypedDict):
 
 
 class UtilizationByKind(TypedDict):
-    """``summary.utilization_by_kind``: device-means of the share of each GPU's span with a kernel running, with
-    copies and no kernel, with memsets and nothing else; they add up to ``summary.gpu_utilization``."""
+    """``summary.utilization_by_kind``: the share of the GPUs' time (Σ part / Σ span_ns, GPU-time weighted) with a
+    kernel running, with copies and no kernel, with memsets and nothing else; they add up to
+    ``summary.gpu_utilization``."""
 
     kernels: float
     copies_only: float
@@ -741,11 +742,12 @@ class UtilizationByKind(TypedDict):
 
 class Summary(TypedDict):
     """Headline figures, computed once from the sections (``docs/json.md``, "summary"). Durations are
-    device-means (``device_mean_*``: the mean over the GPUs with activity of each GPU's own figure), so none
-    exceeds a GPU's window; counts and bytes are totals over the devices."""
+    device-means (``device_mean_*``: each GPU's own figure summed over the GPUs with activity / n_eff, the GPUs
+    counted by GPU time, docs/analyses.md "GPU-time weighting"), so none exceeds the GPUs' window; counts and bytes
+    are totals over the devices."""
 
     device_count: int
-    gpu_utilization: float | None  # device-mean of busy_ns / span_ns; null without GPU activity
+    gpu_utilization: float | None  # Σ busy_ns / Σ span_ns (GPU-time weighted); null without GPU activity
     utilization_by_kind: UtilizationByKind | None  # its split by what runs; sums to gpu_utilization
     device_mean_busy_ns: float | None
     device_mean_span_ns: float | None

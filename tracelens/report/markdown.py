@@ -78,7 +78,11 @@ def _headline(doc: Document) -> Lines:
         head, _, split = busy.partition(": ")  # "GPU busy 99.3%" in bold, then its split by kind
         lines.append(
             f"- **{md(head)}:** {md(split)}".rstrip()
-            + (f" (mean over {plural(len(devices), 'device')}: {per_device})" if len(devices) > 1 else "")
+            + (
+                f" (over {plural(len(devices), 'device')}, GPU-time weighted: {per_device})"
+                if len(devices) > 1
+                else ""
+            )
         )
     elif "devices" in doc:
         lines.append("- **GPU utilization:** no GPU activity in this trace (no kernels, copies or memsets)")

@@ -38,6 +38,7 @@ from .sections import (
     STEP_TABLE_ROWS,
     device_mean,
     gpu_count,
+    gpu_equivalents_of,
     main_limiter,
     memcpy_checks,
     num,
@@ -214,7 +215,7 @@ def _memcpy(doc: Document) -> Lines:
         f"{counted(memcpy.get('count'), 'copy', 'copies')}, {fmt_bytes(memcpy.get('bytes'))}, "
         f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
         f"{fmt_ns(memcpy.get('device_mean_exposed_ns'))} of copy time not overlapped by compute"
-        + (" (mean per GPU)." if len(memcpy.get("per_device") or []) > 1 else ".")
+        + (" (per GPU, GPU-time weighted mean)." if len(doc.get("devices") or []) > 1 else ".")
     )
     lines.append("")
     rows = [
@@ -379,8 +380,8 @@ def _occupancy_totals(occ: Mapping[str, Any], mean: Callable[[str], str], gpus: 
         f"{num(occ.get('computed_count'))} of {counted(occ.get('kernel_count'), 'kernel')} with a computed "
         f"occupancy; low means below {fmt_pct(occ.get('low_threshold'))}. Lost time is GPU time with SMs "
         f"left empty by grids smaller than the SM count or by block shapes that cap occupancy: "
-        f"{mean('lost_ns')}{' per GPU (mean)' if gpus > 1 else ''} ({mean('under_filled_lost_ns')} "
-        f"under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
+        f"{mean('lost_ns')}{' per GPU (GPU-time weighted mean)' if gpus > 1 else ''} "
+        f"({mean('under_filled_lost_ns')} under-filled, {mean('block_shape_lost_ns')} block shape). Occupancy limited by registers or shared "
         "memory is shown but not counted: tuned GEMM and convolution kernels run there on purpose."
     )
 
@@ -391,10 +392,10 @@ def _occupancy(doc: Document) -> Lines:
         return section_generic("occupancy")(doc)
     lines = ["", _heading("occupancy"), ""]
     # The section's totals sum the GPUs: shown as device-means (the diagnosis' low_occupancy loss) with several.
-    gpus = gpu_count(doc)
+    gpus, weight = gpu_count(doc), gpu_equivalents_of(doc)
 
     def mean(key: str) -> str:
-        return fmt_ns(device_mean(occ.get(key), gpus))
+        return fmt_ns(device_mean(occ.get(key), weight))
 
     if occupancy_all_unmeasured(occ):  # nothing known: a "0 ns lost" would be no measurement
         lines.append(

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeVar, cast
 
 from ..analyses.diagnosis import VERDICTS
-from ..document import summary_of
+from ..document import device_gpu_equivalents, summary_of
 from ..document.types import Cause, Device, Diagnosis, Document, Memcpy, Source, StepRow
 from . import findings
 from .compute import fmt_flops
@@ -188,7 +188,16 @@ def occupancy_all_unmeasured(occ: Any) -> bool:
     return bool(devices) and all(occupancy_unmeasured(d) for d in devices)
 
 
-def device_mean(total: Any, gpus: int) -> float | None:
+def gpu_equivalents_of(doc: Document) -> float:
+    """The document's GPUs counted by GPU time (n_eff = Σ span_ns / the union of their windows, at least 1: the
+    number of GPUs where they share one window; docs/analyses.md "GPU-time weighting"): the divisor of a
+    section total shown per GPU, as the diagnosis divides its causes' losses."""
+    devices = doc.get("devices") or []
+    return max(device_gpu_equivalents(cast(list[Mapping[str, Any]], devices)), 1.0) if devices else 1.0
+
+
+def device_mean(total: Any, gpus: float) -> float | None:
+    """A section total over the GPUs per GPU: ``total / gpus`` (n_eff, :func:`gpu_equivalents_of`)."""
     return total / gpus if isinstance(total, (int, float)) else None
 
 

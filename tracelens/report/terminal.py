@@ -38,6 +38,7 @@ from .sections import (
     device_label,
     device_mean,
     gpu_count,
+    gpu_equivalents_of,
     main_limiter,
     num,
     objects,
@@ -131,7 +132,8 @@ def _headline(doc: Document, console: Console) -> None:
     console.print()
     print_text(
         console,
-        f"Summary{' (times per GPU, mean)' if summary_means(doc) else ''}: " + "; ".join(parts),
+        f"Summary{' (times per GPU, GPU-time weighted mean)' if summary_means(doc) else ''}: "
+        + "; ".join(parts),
         indent="",
     )
 
@@ -208,7 +210,7 @@ def _devices(doc: Document, console: Console) -> None:
     named = any(d.get("name") for d in devices)  # a name column only when the trace names some device
     busy = busy_sentence(doc)
     table = new_table(
-        busy + (f" (mean over {plural(len(devices), 'GPU')})" if len(devices) > 1 else ""),
+        busy + (f" (over {plural(len(devices), 'GPU')}, GPU-time weighted)" if len(devices) > 1 else ""),
         [
             "GPU",
             "util",
@@ -371,7 +373,8 @@ def _memcpy(doc: Document, console: Console) -> None:
     console.print()
     exposed = memcpy.get("device_mean_exposed_ns")
     gpus = len(memcpy.get("per_device") or [])
-    per_gpu = f", mean per GPU; rows summed over {gpus} GPUs" if gpus > 1 else ""
+    weighted = ", per GPU, GPU-time weighted mean" if len(doc.get("devices") or []) > 1 else ""
+    per_gpu = weighted + (f"; rows summed over {gpus} GPUs" if gpus > 1 else "")
     title = "Memory copies" + (
         f" ({fmt_ns(exposed)} not overlapped by compute{per_gpu})" if exposed is not None else ""
     )
@@ -415,14 +418,14 @@ def _occupancy(doc: Document, console: Console) -> None:
     console.print()
     # occupancy.lost_ns sums the GPUs: shown as the device-mean (the diagnosis' low_occupancy loss) with several.
     gpus = gpu_count(doc)
-    lost = device_mean(occ.get("lost_ns"), gpus)
+    lost = device_mean(occ.get("lost_ns"), gpu_equivalents_of(doc))
     head = f"Occupancy: {num(occ.get('computed_count'))} of {num(occ.get('kernel_count'))} kernels computed"
     if occupancy_all_unmeasured(occ):  # nothing known: a "lost 0 ns" would be no measurement
         print_text(console, f"{head}: no occupancy loss can be measured")
     else:
         print_text(
             console,
-            f"{head}, lost {fmt_ns(lost)}{' per GPU (mean)' if gpus > 1 else ''} "
+            f"{head}, lost {fmt_ns(lost)}{' per GPU (GPU-time weighted mean)' if gpus > 1 else ''} "
             f"(low < {fmt_pct(occ.get('low_threshold'))})",
         )
     for d in occ.get("per_device") or []:

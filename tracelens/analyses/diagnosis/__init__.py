@@ -3,8 +3,9 @@
 Every cause's ``lost_ns`` estimates the GPU time a user would get back by removing that cause (an upper bound
 where it must be); where the what-if replay predicts its remedy's gain, the cause is credited the smaller of the
 two (``rank_ns``, :mod:`.ranking`), so causes rank against each other in one currency (docs/analyses.md,
-"diagnosis"). n = GPUs with activity; per-device quantities are averaged over them ("device-mean"), so a cause
-never exceeds the span.
+"diagnosis"). Per-device quantities are summed over the GPUs with activity and divided by n_eff = Σ span_ns / span
+(the GPUs counted by GPU time, "device-mean"; n where they share one window, docs/analyses.md "GPU-time
+weighting"), so a cause never exceeds the span and a GPU touched once does not halve the others' losses.
 
 One module per cause, each exporting one :class:`~.cause.Cause` (its lost time per device, evidence, remedy,
 fixes by framework, sentence and thresholds; its definition in the module's docstring), listed once in
@@ -33,7 +34,7 @@ from ... import intervals
 from ...trace import Trace
 from .. import BY_KEY
 from .. import completeness as completeness_check
-from ..columns import device_busy
+from ..columns import busy_gpu_equivalents, device_busy
 from ..names import NOTHING
 from ..schedule import run_sections, usable_threads
 from . import (
@@ -129,10 +130,15 @@ def sentence_of(name: str) -> Sentence | None:
 
 
 def busy_share(trace: Trace) -> float | None:
-    """Device-mean of busy_ns / span_ns (None without GPU activity)."""
-    busy = device_busy(trace)
-    shares = [b.busy_ns / b.span_ns for b in busy.values() if b.span_ns > 0]
-    return float(np.mean(shares)) if shares else None
+    """The GPUs' busy share of their time: Σ busy_ns / Σ span_ns over the GPUs with a span, i.e. the span-weighted
+    mean of each GPU's busy_ns / span_ns (the plain mean where every span is the same); None without GPU
+    activity. A GPU touched for a few microseconds weighs those microseconds, not one GPU's share."""
+    timed = [b for b in device_busy(trace).values() if b.span_ns > 0]
+    if not timed:
+        return None
+    if len({b.span_ns for b in timed}) == 1:
+        return float(np.mean([b.busy_ns / b.span_ns for b in timed]))
+    return sum(b.busy_ns for b in timed) / sum(b.span_ns for b in timed)
 
 
 def gpu_span(trace: Trace) -> int:
@@ -205,7 +211,7 @@ def diagnose(
     else:
         primary = {**none.primary(ranked, utilization), **ranking.NO_GAIN}
     nothing = (done["attribution"] or {}).get("total_by_cause", {}).get(NOTHING, 0)
-    n = len(busy)
+    n = busy_gpu_equivalents(busy) if busy else 0.0  # GPU-time weighted, as every cause's lost time
     return {
         "primary": primary,
         "causes": ranked,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import numpy as np
 
+from ...document.summary import gpu_equivalents
 from ...replay.engine import native_solver
 from ...trace import Trace
 from ..columns import DeviceBusy, event_columns
@@ -123,13 +124,22 @@ class Context:
     def n(self) -> int:
         return len(self.busy)
 
+    @cached_property
+    def n_eff(self) -> float:
+        """The GPUs with activity counted by GPU time (docs/analyses.md, "GPU-time weighting"): Σ span_ns / the
+        diagnosis span (the union of their windows). 1.0 exactly for one GPU, n exactly for n GPUs over one
+        window; a GPU touched for a few microseconds adds next to nothing. Per-device quantities are summed and
+        divided by it, so a cause's share of the span is its share of the GPUs' time."""
+        return gpu_equivalents([b.span_ns for b in self.busy.values()], self.span)
+
     def idle(self, category: str) -> dict[str, int]:
         """Idle time attributed to a host category, per device (keys are device ids as strings)."""
         return {str(d): int(a["by_cause"][category]) for d, a in self.attribution.items()}
 
     def mean(self, values: dict[str, int] | list[float]) -> float:
+        """The device-mean: Σ over the devices / n_eff (GPU-time weighted; the plain mean over one window)."""
         items = list(values.values()) if isinstance(values, dict) else values
-        return float(sum(items)) / self.n if self.n else 0.0
+        return float(sum(items)) / self.n_eff if self.n else 0.0
 
     def device_losses(self, device: int) -> dict[str, int]:
         """One device's own lost time per cause (not averaged over devices): each cause's ``device_lost``,
@@ -144,8 +154,8 @@ class Context:
         return {device: self.device_losses(device) for device in self.busy}
 
     def lost(self, cause: str) -> float:
-        """A cause's lost time: the device-mean of the devices' own losses to it."""
-        return sum(own.get(cause, 0) for own in self.losses.values()) / self.n if self.n else 0.0
+        """A cause's lost time: the device-mean (Σ / n_eff) of the devices' own losses to it."""
+        return sum(own.get(cause, 0) for own in self.losses.values()) / self.n_eff if self.n else 0.0
 
     def idle_total(self) -> float:
         return self.mean([a["idle_ns"] for a in self.attribution.values()])

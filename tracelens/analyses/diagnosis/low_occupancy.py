@@ -1,7 +1,8 @@
 """low_occupancy: SM time left empty by the user's own launches (under-filled grids, block shapes that cap
 occupancy); register- or shared-memory-limited kernels are not counted.
 
-lost_ns = ``occupancy.lost_ns`` / n = device-mean of ``occupancy.per_device[].lost_ns``.
+lost_ns = ``occupancy.lost_ns`` / n_eff = device-mean of ``occupancy.per_device[].lost_ns`` (GPU-time weighted,
+docs/analyses.md).
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ def evidence(ctx: Context) -> Evidence | None:
     if not isinstance(occupancy, dict) or occupancy.get("lost_ns") is None:
         return None
     # Device-means, like lost_ns, so the parts add up to it.
-    under = int(round(occupancy.get("under_filled_lost_ns", 0) / ctx.n))
-    shape = int(round(occupancy.get("block_shape_lost_ns", 0) / ctx.n))
+    under = int(round(occupancy.get("under_filled_lost_ns", 0) / ctx.n_eff))
+    shape = int(round(occupancy.get("block_shape_lost_ns", 0) / ctx.n_eff))
     per_device = occupancy.get("per_device") or []
     return {
         "lost_by_device": {str(d["device"]): d["lost_ns"] for d in per_device},

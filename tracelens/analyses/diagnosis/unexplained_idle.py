@@ -82,18 +82,18 @@ def evidence(ctx: Context) -> Evidence:
             "name": str(cols.names[name]),
             "kind": ALL_KINDS[kind],
             "tid": int(tid),
-            "overlap_ns": int(round(overlap / ctx.n)),
+            "overlap_ns": int(round(overlap / ctx.n_eff)),
         }
         for name, kind, tid, overlap in activity.top
     ]
     feeding = {a["feeding_threads_from"] for a in ctx.attribution.values()}
-    rank_wait_ns = int(round(activity.rank_wait / ctx.n))
+    rank_wait_ns = int(round(activity.rank_wait / ctx.n_eff))
     ev: Evidence = {
         "idle_by_device": idle,
         "share_of_idle": ctx.mean(idle) / ctx.idle_total() if ctx.idle_total() else None,
         "top_activity": top,
         "rank_wait_ns": rank_wait_ns,
-        "profiler_overhead_ns": int(round(activity.profiler_overhead / ctx.n)),
+        "profiler_overhead_ns": int(round(activity.profiler_overhead / ctx.n_eff)),
         "host_tracing": dict(activity.host_tracing),
         "feeding_threads_from": sorted(feeding),
         "processes": activity.processes,

@@ -35,9 +35,10 @@ def gpu(device: str, n: int) -> str:
 
 
 def mean_note(cause: dict[str, Any], by_device: dict[str, int]) -> str:
-    """ " (mean over 2 GPUs: 3 ms, 40% of their idle time)" when several GPUs report; else nothing."""
+    """ " (mean over 2 GPUs, GPU-time weighted: 3 ms, 40% of their idle time)" when several GPUs report; else
+    nothing (the device-mean: Σ over the GPUs / n_eff, docs/analyses.md "GPU-time weighting")."""
     if len(by_device) <= 1:
         return ""
     share = (cause.get("evidence") or {}).get("share_of_idle")
     of_idle = f", {fmt_pct(share)} of their idle time" if share is not None else ""
-    return f" (mean over {len(by_device)} GPUs: {fmt_ns(cause.get('lost_ns'))}{of_idle})"
+    return f" (mean over {len(by_device)} GPUs, GPU-time weighted: {fmt_ns(cause.get('lost_ns'))}{of_idle})"
