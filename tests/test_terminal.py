@@ -143,7 +143,10 @@ def test_memory_copies_rows_say_they_sum_the_gpus() -> None:
         for d in (0, 1)
     ]
     text = terminal.render(analyze(Trace.from_rows(rows)), width=120)
-    assert "Memory copies (100 ns not overlapped by compute, per GPU, GPU-time weighted mean; rows summed over 2 GPUs)" in text
+    assert (
+        "Memory copies (100 ns not overlapped by compute, per GPU, GPU-time weighted mean; rows summed over 2 GPUs)"
+        in text
+    )
 
 
 def test_occupancy_without_any_computed_kernel_claims_no_loss() -> None:
