@@ -20,13 +20,11 @@ from .msgspec_engine import block_columns, decode_events, decode_header, decode_
 from .named_kinds import NameFlags, ready_block
 from .native import CHUNK_SLOTS, prepared_block, reserve_rows, scan_document, scan_raw
 from .prepare import prepare_block
-from .row_chunks import current as row_chunks_current
 from .row_chunks import in_chunks, row_chunks
 from .shared_steps import SharedSteps
 from .split import EventsText, split_stream
 from .table import Columns
 from .threads import pool, thread_budget
-from .warm_pages import PageWarmer
 
 # The largest block: the ring the main thread inflates into holds in-flight + 1 blocks (3 on 2 cores), and a ring
 # that stays in the cache is written (inflate) and read (scan) faster and faults in fewer pages. Measured on the
@@ -51,8 +49,6 @@ MAX_WORKERS = 4
 SCAN_THREADS_SPARE = 1
 MIN_BLOCK_BYTES = 2 * 2**20
 NATIVE_BLOCKS_PER_WORKER = 4
-# The fresh pages the scan workers fault in for the read's big arrays while they wait for blocks (warm_pages.py).
-WARM_BYTES = 24 * 2**20
 
 
 def read(path: Path, **options: Any) -> Trace:
@@ -224,9 +220,7 @@ class _BlockDecoder:
         self.steps: SharedSteps | None = None
         if engine != "msgspec" and workers:
             self.pool = pool(workers)
-            # (a big trace's: its row chunks and table build take the warmed pages)
-            warm = PageWarmer(WARM_BYTES) if row_chunks_current() is not None else None
-            self.steps = SharedSteps(self.pool, workers, self._scan, self._columns, warm)
+            self.steps = SharedSteps(self.pool, workers, self._scan, self._columns)
 
     def __enter__(self) -> _BlockDecoder:
         return self

@@ -32,16 +32,9 @@ class SharedSteps:
     step raised), running waiting second steps meanwhile."""
 
     def __init__(
-        self,
-        pool: Executor,
-        workers: int,
-        first: Callable[[Any], Any],
-        second: Callable[[Any], Any],
-        idle: Callable[[], bool] | None = None,
+        self, pool: Executor, workers: int, first: Callable[[Any], Any], second: Callable[[Any], Any]
     ) -> None:
         self._first, self._second = first, second
-        # a short job a worker runs instead of waiting when no step is there (thread-safe); False: no more of it
-        self._idle = idle
         self._lock = threading.Condition()
         self._firsts: deque[_Item] = deque()  # submitted, not started
         self._seconds: deque[_Item] = deque()  # first step done, second not started
@@ -88,27 +81,15 @@ class SharedSteps:
 
     def _work(self) -> None:
         while True:
-            idle: Callable[[], bool] | None = None
             with self._lock:
-                while not (self._firsts or self._seconds or self._closed or self._idle):
+                while not (self._firsts or self._seconds or self._closed):
                     self._lock.wait()
                 if self._firsts:  # a first step before any second: only workers run first steps
                     item, second = self._firsts.popleft(), False
                 elif self._seconds:
                     item, second = self._seconds.popleft(), True
-                elif self._closed:
-                    return
                 else:
-                    idle = self._idle
-            if idle is not None:
-                try:  # (outside the lock: steps submitted meanwhile wait at most one job)
-                    more = idle()
-                except Exception:  # an optional job: the steps go on without it
-                    more = False
-                with self._lock:
-                    if not more and self._idle is idle:
-                        self._idle = None
-                continue
+                    return
             self._run(item, second)
 
     def _run(self, item: _Item, second: bool) -> None:
