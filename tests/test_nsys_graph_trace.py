@@ -1,0 +1,107 @@
+"""``nsys --cuda-graph-trace=graph`` exports: each CUDA graph execution is one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row
+(start, end, deviceId, contextId, streamId, correlationId, globalPid, graphId, graphExecId; CUpti_ActivityGraphTrace2)
+and its kernels have no KERNEL rows. The reader reads each execution as one kernel row ``[CUDA graph N]`` with a
+warning; before, such an export read as "no GPU activity" and was diagnosed as a profiler that lost the GPU side.
+Exports are built from the committed handmade 2026 fixture; times are chosen here."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pytest
+
+from tracelens.cli import main
+from tracelens.ingest import load
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "nsys" / "handmade_nsys2026.sqlite"
+T0 = 1_000_000_000
+GLOBAL_PID = (1 << 48) + (4242 << 24)
+GLOBAL_TID = GLOBAL_PID + 4242
+GRAPH_LAUNCH = 100  # StringIds id of cudaGraphLaunch
+
+
+def _graph_export(tmp_path: Path, period: int, graph_ns: int, n: int = 40) -> Path:
+    """n cudaGraphLaunch calls [k*period, k*period + 5 µs], each executing graph 3 for graph_ns from 1 µs after
+    its call ends; no kernel, copy, memset or NVTX rows."""
+    path = tmp_path / "graph_level.sqlite"
+    shutil.copy(FIXTURE, path)
+    db = sqlite3.connect(path)
+    for table in ("KERNEL", "RUNTIME", "MEMCPY", "MEMSET", "SYNCHRONIZATION"):
+        db.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_{table}")
+    db.execute("DELETE FROM NVTX_EVENTS")
+    db.execute("INSERT INTO StringIds VALUES (?, 'cudaGraphLaunch_v10000')", (GRAPH_LAUNCH,))
+    db.execute(
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, deviceId INTEGER, "
+        "contextId INTEGER, greenContextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER, "
+        "graphId INTEGER, graphExecId INTEGER)"
+    )
+    for k in range(n):
+        start = T0 + k * period
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?, ?, 0, ?, ?, ?, 0, NULL)",
+            (start, start + 5_000, GLOBAL_TID, 500 + k, GRAPH_LAUNCH),
+        )
+        db.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE VALUES (?, ?, 0, 1, NULL, 7, ?, ?, 3, 9)",
+            (start + 6_000, start + 6_000 + graph_ns, 500 + k, GLOBAL_PID),
+        )
+    db.commit()
+    db.close()
+    return path
+
+
+def _analyze(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["analyze", "--format", "json", str(path)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("engine", ["pages", "sqlite3"])
+def test_graph_executions_read_as_gpu_ops(
+    tmp_path: Path, engine: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRACELENS_NSYS_ENGINE", engine)
+    path = _graph_export(tmp_path, period=100_000, graph_ns=90_000, n=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trace = load(path)
+    events = trace.events
+    kernels = events.filter(pc.equal(events.column("kind"), "kernel"))
+    assert kernels.num_rows == 4
+    assert set(kernels.column("name").to_pylist()) == {"[CUDA graph 3]"}
+    assert kernels.column("graph_id").to_pylist() == [3] * 4
+    assert kernels.column("correlation_id").to_pylist() == [500, 501, 502, 503]
+    assert (
+        sum(
+            e - s
+            for s, e in zip(
+                kernels.column("start_ns").to_pylist(), kernels.column("end_ns").to_pylist(), strict=True
+            )
+        )
+        == 360_000
+    )
+    assert any("4 CUDA graph executions recorded whole" in w for w in trace.metadata.warnings)
+    assert not any("no GPU activity" in w for w in trace.metadata.warnings)
+
+
+def test_busy_graph_replay_is_not_incomplete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 4 graphs of 90 µs every 100 µs: busy 360 µs over [6 µs, 396 µs] (span 390 µs) = 92.3%.
+    doc = _analyze(_graph_export(tmp_path, period=100_000, graph_ns=90_000, n=4), capsys)
+    text = json.dumps(doc)
+    assert "incomplete_trace" not in json.dumps(doc.get("diagnosis", {}).get("primary", {}))
+    assert "lost the GPU side" not in text
+
+
+def test_sparse_graph_replay_is_not_launch_bound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # 40 launches of 5 µs, one per ms, each running a 200 µs graph: the GPU idles 80% while the host does
+    # nothing recorded; 40 short launch calls cannot explain it.
+    doc = _analyze(_graph_export(tmp_path, period=1_000_000, graph_ns=200_000), capsys)
+    primary = json.dumps(doc["diagnosis"]["primary"])
+    assert "host_launch_overhead" not in primary
+    assert "unexplained_idle" in primary
