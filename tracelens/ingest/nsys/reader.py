@@ -134,6 +134,9 @@ class NsysReader:
             self.warnings.append(missing)
             warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
 
+        endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
+        if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
+            self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column
