@@ -105,3 +105,30 @@ def test_sparse_graph_replay_is_not_launch_bound(tmp_path: Path, capsys: pytest.
     primary = json.dumps(doc["diagnosis"]["primary"])
     assert "host_launch_overhead" not in primary
     assert "unexplained_idle" in primary
+
+
+def test_node_level_graph_replay_rates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--cuda-graph-trace=node: 4 cudaGraphLaunch calls [k*100 µs, +5 µs], each running 5 kernels of 3 µs every
+    4 µs from 6 µs after the call (correlation id and graphId shared). Issue span 305 µs; 20 ops issued: 65,574/s;
+    busy 60 µs: 333,333 ops/s; ratio 20/305 / (20/60) = 60/305. Counting the 4 calls gave 12/305, 5x lower."""
+    path = _graph_export(tmp_path, period=100_000, graph_ns=1, n=4)
+    db = sqlite3.connect(path)
+    db.execute("DELETE FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE")
+    db.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, end, deviceId, contextId, streamId, correlationId, "
+        "globalPid, demangledName, shortName, gridX, gridY, gridZ, blockX, blockY, blockZ, graphNodeId, graphId) "
+        "SELECT r.start + 6000 + 4000 * n.j, r.start + 9000 + 4000 * n.j, 0, 1, 7, r.correlationId, ?, 7, 8, "
+        "108, 1, 1, 256, 1, 1, n.j + 1, 3 FROM CUPTI_ACTIVITY_KIND_RUNTIME r, "
+        "(SELECT 0 AS j UNION SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4) n",
+        (GLOBAL_PID,),
+    )
+    db.commit()
+    db.close()
+    rates = _analyze(path, capsys)["launch"]["rates"]
+    assert rates["launch_calls"] == 4 and rates["issue_span_ns"] == 305_000
+    assert rates["issue_to_execution"] == pytest.approx(60 / 305)
+    out = tmp_path / "report.md"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["report", str(path), "-o", str(out)]) == 0
+    assert "(GPU ops issued: 65,574/s) vs execution rate 333,333/s (ratio 0.197)" in out.read_text()
