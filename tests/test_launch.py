@@ -129,6 +129,19 @@ def test_cuda_graphs():
     assert launch.section(_trace(), {})["cuda_graphs"]["in_use"] is False
 
 
+def test_graph_launch_issues_all_its_ops():
+    # One cudaGraphLaunch [0,10) enqueues 4 back-to-back 10 ns kernels [20,60): 4 ops issued in the 10 ns issue
+    # span (4e8 per s) against 4 ops per 40 ns busy (1e8 per s): 4.0, the host well ahead. Counting the one call
+    # (1e8 per s) read 1.0, and a graph of n such ops 4/n: a graph replay read as a host that cannot keep up.
+    trace = Trace.from_rows(
+        [call("cudaGraphLaunch", 0, 10, 1)] + [op(20 + 10 * i, 30 + 10 * i, 1, graph_id=5) for i in range(4)]
+    )
+    rates = launch.section(trace, {})["rates"]
+    assert rates["launch_calls"] == 1 and rates["issue_per_s"] == pytest.approx(1 / 10e-9)
+    assert rates["execution_per_s"] == pytest.approx(4 / 40e-9)
+    assert rates["issue_to_execution"] == pytest.approx((4 / 10e-9) / (4 / 40e-9))
+
+
 def test_empty_trace():
     stats = launch.section(Trace.from_rows([{"kind": "cpu_op", "name": "a", "start_ns": 0, "end_ns": 1}]), {})
     assert stats["latency"]["count"] == 0 and stats["queue_depth"] == []

@@ -817,9 +817,17 @@ def _launch(doc: Document) -> Lines:
         )
     if rates:
         issue, execution = rates.get("issue_per_s"), rates.get("execution_per_s")
+        ratio = rates.get("issue_to_execution")
+        # the ratio is of the ops the calls issued: it differs from the calls' rate's where a graph launch issues many
+        issued = ratio * execution if ratio is not None and execution is not None else None
+        ops = (
+            ""
+            if issued is None or issue is None or round(issued) == round(issue)
+            else f" (GPU ops issued: {fmt_rate(issued)})"
+        )
         lines.append(
-            f"- Launch rate {fmt_rate(issue)} vs execution rate {fmt_rate(execution)} (ratio "
-            f"{fmt_ratio(rates.get('issue_to_execution'))})"
+            f"- Launch rate {fmt_rate(issue)}{ops} vs execution rate {fmt_rate(execution)} (ratio "
+            f"{fmt_ratio(ratio)})"
         )
     if graphs:
         lines.append(

@@ -42,6 +42,13 @@ _RANK_WAIT_HINTS = ("MPI_", "ccl", "c10d::", "ProcessGroup", "gloo:", "RemoteCal
 ACTIVITY_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, OSRT, OVERHEAD)
 
 FIXES = {
+    "no_api": {
+        "pytorch": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
+        "idled: record the host side (torch.profiler with ProfilerActivity.CPU beside CUDA, or nsys -t "
+        "cuda,nvtx,osrt), then profile again.",
+        "default": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
+        "idled: record the host side (nsys -t cuda,nvtx,osrt: CUDA API tracing on), then profile again.",
+    },
     "ranks": {
         "default": "The GPU idles while the host waits for other processes (MPI/collective calls): the time is "
         "lost elsewhere; profile the other ranks (the slowest one sets the pace) and overlap "
@@ -101,7 +108,10 @@ def evidence(ctx: Context) -> Evidence:
         "long_gaps": ops.diagnosis_ops(trace).gap_ops,  # where in the code the longest idle gaps fall
     }
     lost = ctx.lost(NAME)
-    ev["remedy"] = "ranks" if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost else "untraced"
+    if lost > 0 and rank_wait_ns >= RANK_WAIT_SHARE * lost:
+        ev["remedy"] = "ranks"
+    else:  # no launching thread at all (a GPU-only export): record the host side before anything else
+        ev["remedy"] = "untraced" if activity.host_tracing["api_calls"] else "no_api"
     return ev
 
 
@@ -367,7 +377,10 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     text = f"{gpu(device, len(by_device))} was idle {fmt_ns(idle)}"
     if ev.get("share_of_idle") is not None and len(by_device) == 1:
         text += f" ({fmt_pct(ev['share_of_idle'])} of its idle time)"
-    text += " with no recorded activity on its launching thread"
+    if (ev.get("host_tracing") or {}).get("api_calls", True):
+        text += " with no recorded activity on its launching thread"
+    else:
+        text += " and the trace records no CUDA/HIP API call: no launching thread to look at"
     if ev.get("rank_wait_ns"):
         text += f"; the host was waiting on other processes (MPI or collective calls) for {fmt_ns(ev['rank_wait_ns'])} of it"
     top = ev.get("top_activity") or []

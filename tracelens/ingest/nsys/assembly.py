@@ -50,17 +50,20 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
         # thread (numpy's sorts and Arrow's take release the GIL) while this one stores the others.
         early = sparse.submit_all(set(columns) | {"end_ns", "pid", "tid"})
         missing = np.iinfo(np.int64).min
+        gpu_missing = missing + 1  # a GPU row's missing end (a damaged export): not a range left open
         end = np.empty(total, np.int64)
         for i, p in enumerate(parts):
             at = offsets[i]
-            for piece in _int64_pieces(p.columns.pop("end_ns"), fill=missing):
+            for piece in _int64_pieces(p.columns.pop("end_ns"), fill=missing if p.host else gpu_missing):
                 end[rank[at : at + piece.size]] = piece
                 at += piece.size
         release_free_memory()  # the parts' end columns
-        # An end missing (a range still open when capture stopped) runs to the end of the trace.
+        # An end missing (a range still open when capture stopped) runs to the end of the trace; a GPU row's
+        # (nsys writes every GPU end) is read as zero-length: stretched to the end, it made up busy time.
         open_ended = np.flatnonzero(end == missing)  # table rows, ascending
         if open_ended.size:
             end[open_ended] = end.max()
+        end[end == gpu_missing] = origin  # at the origin: the start, after the shift and the clamp below
         end -= origin
         np.maximum(end, start, out=end)
         del start

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...trace import DRIVER, GPU_SYNC, KERNEL, MEMCPY, MEMSET, RUNTIME
 from . import pages
@@ -102,6 +103,26 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
         if s >= 0 and d != s
     }
     return Part(t.num_rows, cols, owned=owned), short_names
+
+
+def graph_trace_rows(t: pa.Table) -> Part:
+    """CUPTI_ACTIVITY_KIND_GRAPH_TRACE (``nsys --cuda-graph-trace=graph``): each CUDA graph execution as one
+    kernel row named ``[CUDA graph N]`` that spans the graph's kernels and the gaps between them."""
+    graph = t.column("graphId").combine_chunks()
+    labels = pc.if_else(
+        graph.is_null(),
+        pa.scalar("[CUDA graph]"),
+        pc.binary_join_element_wise("[CUDA graph ", graph.cast(pa.string()), "]", ""),
+    )
+    cols, owned = _gpu_common(t)
+    cols.update(
+        {
+            "kind": kind_const(t.num_rows, KERNEL),
+            "name": labels.dictionary_encode(),
+            "graph_id": t.column("graphId"),
+        }
+    )
+    return Part(t.num_rows, cols, owned=owned)
 
 
 def memcpy_rows(t: pa.Table, db: Database) -> Part:

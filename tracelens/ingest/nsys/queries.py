@@ -17,7 +17,9 @@ TABLE_NVTX = "NVTX_EVENTS"
 TABLE_OSRT = "OSRT_API"
 TABLE_PROFILER_OVERHEAD = "PROFILER_OVERHEAD"
 TABLE_CUPTI_OVERHEAD = "CUPTI_ACTIVITY_KIND_OVERHEAD"
-GPU_TABLES = (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET)
+# nsys --cuda-graph-trace=graph: one row per CUDA graph execution (its kernels get no rows of their own)
+TABLE_GRAPH_TRACE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
+GPU_TABLES = (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET, TABLE_GRAPH_TRACE)
 NVTX_TEXT_COLUMNS = ("text", "binaryData")
 HOST_TABLES = (TABLE_NVTX, TABLE_RUNTIME, TABLE_OSRT, TABLE_PROFILER_OVERHEAD, TABLE_CUPTI_OVERHEAD)
 
@@ -122,6 +124,7 @@ def table_queries(
         ),
         TABLE_MEMSET: _select(db, warnings, TABLE_MEMSET, gpu + ["bytes", "memKind"], ["start", "end"]),
         TABLE_SYNC: _select(db, warnings, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
+        TABLE_GRAPH_TRACE: _select(db, warnings, TABLE_GRAPH_TRACE, gpu + ["graphId"], ["start", "end"]),
         TABLE_RUNTIME: _select(
             db,
             warnings,

@@ -19,7 +19,15 @@ from .assembly import assemble
 from .columns import Part
 from .database import Database
 from .fetch import Builder, fetch_parts
-from .mappers import host_named_rows, kernel_rows, memcpy_rows, memset_rows, runtime_rows, sync_rows
+from .mappers import (
+    graph_trace_rows,
+    host_named_rows,
+    kernel_rows,
+    memcpy_rows,
+    memset_rows,
+    runtime_rows,
+    sync_rows,
+)
 from .metadata import (
     check_is_nsys,
     detect_framework,
@@ -33,6 +41,7 @@ from .nvtx import nvtx_rows
 from .queries import (
     GPU_TABLES,
     TABLE_CUPTI_OVERHEAD,
+    TABLE_GRAPH_TRACE,
     TABLE_KERNEL,
     TABLE_MEMCPY,
     TABLE_MEMSET,
@@ -114,11 +123,20 @@ class NsysReader:
                 "no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
                 "(was the CUDA trace enabled?)"
             )
+        if row_counts.get(TABLE_GRAPH_TRACE):
+            self.warnings.append(
+                f"{row_counts[TABLE_GRAPH_TRACE]:,} CUDA graph executions recorded whole (nsys "
+                "--cuda-graph-trace=graph): each is one GPU op spanning its kernels and the gaps between them; "
+                "per-kernel figures need --cuda-graph-trace=node"
+            )
         missing = strings.missing_summary()
         if missing:  # one warning per file, however many tables and ids
             self.warnings.append(missing)
             warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
 
+        endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
+        if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
+            self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column
@@ -160,6 +178,7 @@ class NsysReader:
             TABLE_MEMCPY: lambda box: memcpy_rows(box.pop(), db),
             TABLE_MEMSET: lambda box: memset_rows(box.pop(), db),
             TABLE_SYNC: lambda box: sync_rows(box.pop(), db),
+            TABLE_GRAPH_TRACE: lambda box: graph_trace_rows(box.pop()),
             TABLE_RUNTIME: lambda box: runtime_rows(box.pop(), strings),
             TABLE_NVTX: nvtx,
             TABLE_OSRT: lambda box: host_named_rows(box.pop(), strings, OSRT),
