@@ -90,6 +90,22 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
     return files, chosen
 
 
+def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | None:
+    """A warning naming the run read when ``path`` is a logdir holding several runs and none was asked for."""
+    if run is not None or chosen is None or not path.is_dir() or any(path.glob("*.xplane.pb")):
+        return None
+    runs = _run_dirs(path)
+    if len(runs) < 2 or chosen not in runs:
+        return None
+    others = [name for name in sorted(runs, reverse=True) if name != chosen]
+    shown = ", ".join(others[:5]) + (f", … ({len(others) - 5} more)" if len(others) > 5 else "")
+    folder = runs[chosen].relative_to(path).as_posix()
+    return (
+        f"{len(runs)} profile runs under this logdir: read the newest, {chosen} ({folder}); "
+        f"--run NAME reads another ({shown})"
+    )
+
+
 def _explain_empty(folder: Path, shown: Path) -> None:
     derived = [p.name for p in folder.rglob("*") if p.name.endswith(DERIVED_FILE_SUFFIXES)]
     if derived:

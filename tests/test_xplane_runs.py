@@ -1,0 +1,51 @@
+"""Which run of a TensorBoard logdir is read, and that the output says so when there is a choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import test_xplane_helpers as pb
+
+import tracelens
+
+
+def _space() -> bytes:
+    kernel = pb.event(1, 1_000_000, 2_000_000)
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5", 100, [kernel])], {1: "k"}, {})
+    return pb.space([gpu])
+
+
+def _run(logdir: Path, *parts: str) -> None:
+    folder = logdir.joinpath(*parts)
+    folder.mkdir(parents=True)
+    (folder / "host0.xplane.pb").write_bytes(_space())
+
+
+def test_newest_of_several_runs_is_named_in_a_warning(tmp_path: Path) -> None:
+    for run in ("2024_01_01_00_00_00", "2024_06_01_00_00_00", "2024_03_01_00_00_00"):
+        _run(tmp_path, "plugins", "profile", run)
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.extra["run"] == "2024_06_01_00_00_00"
+    notes = [w for w in trace.metadata.warnings if "profile runs" in w]
+    assert len(notes) == 1, trace.metadata.warnings
+    note = notes[0]
+    assert "2024_06_01_00_00_00" in note and "3 profile runs" in note and "newest" in note and "--run" in note
+    assert "2024_01_01_00_00_00" in note and "2024_03_01_00_00_00" in note
+
+
+def test_runs_in_several_logdirs_name_the_folder_read(tmp_path: Path) -> None:
+    _run(tmp_path, "exp_a", "plugins", "profile", "2024_01_01_00_00_00")
+    _run(tmp_path, "exp_b", "plugins", "profile", "2024_02_01_00_00_00")
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.extra["run"] == "2024_02_01_00_00_00"
+    (note,) = [w for w in trace.metadata.warnings if "profile runs" in w]
+    assert "exp_b/plugins/profile/2024_02_01_00_00_00" in note
+
+
+def test_one_run_or_a_chosen_run_adds_no_warning(tmp_path: Path) -> None:
+    _run(tmp_path / "one", "plugins", "profile", "2024_01_01_00_00_00")
+    assert tracelens.load(tmp_path / "one").metadata.warnings == []
+    _run(tmp_path / "two", "plugins", "profile", "2024_01_01_00_00_00")
+    _run(tmp_path / "two", "plugins", "profile", "2024_02_01_00_00_00")
+    chosen = tracelens.load(tmp_path / "two", run="2024_01_01_00_00_00")
+    assert chosen.metadata.warnings == []
