@@ -97,6 +97,10 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
         raise InputError(f"cannot read ({err.strerror})", path=file) from None
     if not data:
         raise InputError("file is empty", path=file)
+    if bytes(data[:2]) == b"\x1f\x8b":  # gzip magic: never a valid XSpace start (0x1f is an invalid tag)
+        raise InputError(
+            "gzip-compressed file: an .xplane.pb is a raw protobuf, decompress it first (gunzip)", path=file
+        )
     space = parse_xspace(data, file)
     host = Host(
         path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data, buffer=buffer
