@@ -89,8 +89,9 @@ def evidence(ctx: Context) -> Evidence:
         "idle_launch_by_device": idle_launch,
         "idle_cpu_by_device": idle_cpu,
         "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
-        "small_kernel_share": small.get("share"),
-        "small_kernel_count_share": small.get("count_share"),
+        # no kernel ran (copies only): no share of kernel time or count to speak of
+        "small_kernel_share": small.get("share") if small.get("total_kernel_ns") else None,
+        "small_kernel_count_share": small.get("count_share") if small.get("total_kernel_ns") else None,
         "short_kernels": (launch.get("short_kernels") or {}).get("count"),
         "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
         "cuda_graphs": graphs.get("in_use"),
