@@ -30,8 +30,12 @@ def _copies_only(path: Path) -> Path:
         {1: "MemcpyH2D", 2: "MemcpyD2H"},
         {1: "correlation_id", 2: "memcpy_details"},
     )
-    calls = [pb.event(1, max(i * 2_000_000 - 100_000, 0), 50_000, [pb.stat(1, int64=i + 1)]) for i in range(10)]
-    host = pb.plane(0, "/host:CPU", [pb.line(1, "main", 0, calls)], {1: "cudaMemcpyAsync"}, {1: "correlation_id"})
+    calls = [
+        pb.event(1, max(i * 2_000_000 - 100_000, 0), 50_000, [pb.stat(1, int64=i + 1)]) for i in range(10)
+    ]
+    host = pb.plane(
+        0, "/host:CPU", [pb.line(1, "main", 0, calls)], {1: "cudaMemcpyAsync"}, {1: "correlation_id"}
+    )
     path.write_bytes(pb.space([host, gpu]))
     return path
 
@@ -46,3 +50,64 @@ def test_copies_only_gpu_plane_says_nothing_of_kernel_time(tmp_path: Path) -> No
     assert launch["evidence"]["idle_launch_by_device"] == {"0": 450}
     assert launch["evidence"]["small_kernel_share"] is None
     assert "kernel time" not in sentence(launch, doc["diagnosis"])
+
+
+def _kernels_plane(
+    name: str = "/device:GPU:0", props: dict[int, str] | None = None, values: list[bytes] = ()
+) -> bytes:
+    kernels = [pb.event(1, i * 2_000_000, 1_000_000) for i in range(5)]
+    return pb.plane(1, name, [pb.line(5, "Stream #5", 0, kernels)], {1: "k"}, props or {}, values)
+
+
+def test_device_properties_of_unexpected_types_read_as_null(tmp_path: Path) -> None:
+    # memory_bandwidth as a ref_value (so a stat name, a string) stopped the read: "internal error".
+    props = {
+        1: "core_count",
+        2: "compute_cap_major",
+        3: "clock_rate",
+        4: "memory_bandwidth",
+        5: "device_name",
+    }
+    values = [
+        pb.stat(1, string="eighty"),
+        pb.stat(2, double=8.0),
+        pb.stat(3, int64=1_410_000),
+        pb.stat(4, ref=1),
+        pb.stat(5, int64=7),
+    ]
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_kernels_plane(props=props, values=values)]))
+    (device,) = tracelens.load(path).devices.to_pylist()
+    assert device["sm_count"] is None  # "eighty"
+    assert device["compute_major"] == 8
+    assert device["clock_rate_khz"] == 1_410_000
+    assert device["memory_bandwidth_bytes_per_s"] is None  # the ref names "core_count"
+    assert device["name"] == "7"
+
+
+def test_profile_start_time_not_a_number_leaves_the_profile_clock(tmp_path: Path) -> None:
+    env = pb.plane(
+        99, "Task Environment", [], {}, {1: "profile_start_time"}, [pb.stat(1, string="yesterday")]
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_kernels_plane(), env]))
+    trace = tracelens.load(path)
+    assert trace.metadata.clock == "xplane"
+    kernels = trace.df[trace.df["kind"] == "kernel"]
+    assert kernels["start_ns"].tolist() == [0, 2000, 4000, 6000, 8000]
+
+
+def test_gpu_plane_index_past_int32_is_one_line(tmp_path: Path) -> None:
+    from tracelens.cli import main
+
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_kernels_plane("/device:GPU:99999999999")]))
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["analyze", str(path), "-f", "json"])
+    lines = err.getvalue().strip().splitlines()
+    assert code == 2 and len(lines) == 1, err.getvalue()
+    assert str(path) in lines[0] and "/device:GPU:99999999999" in lines[0]

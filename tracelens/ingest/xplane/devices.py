@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ def device_rows(hosts: Sequence[Host]) -> list[dict[str, Any]]:
                 or stats.get("device_type_string")
                 or None
             )
+            name = None if name is None else str(name)  # a stat of another type than the string written
             if not name and major is not None:
                 name = f"{vendor.upper()} GPU (compute {major}.{minor}, {stats.get('core_count', '?')} SMs)"
             rows.append(
@@ -40,10 +42,15 @@ def device_rows(hosts: Sequence[Host]) -> list[dict[str, Any]]:
                     "compute_major": int_or_none(major),
                     "compute_minor": int_or_none(minor),
                     "total_memory_bytes": int_or_none(stats.get("memory_size")),
-                    "memory_bandwidth_bytes_per_s": float(stats["memory_bandwidth"])
-                    if "memory_bandwidth" in stats
-                    else None,
+                    "memory_bandwidth_bytes_per_s": _number(stats.get("memory_bandwidth")),
                     "clock_rate_khz": int_or_none(stats.get("clock_rate")),
                 }
             )
     return rows
+
+
+def _number(value: Any) -> float | None:
+    """A numeric stat as a float; None where the stat holds something else (a string, a ref to a stat name)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
