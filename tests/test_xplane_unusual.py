@@ -111,3 +111,35 @@ def test_gpu_plane_index_past_int32_is_one_line(tmp_path: Path) -> None:
     lines = err.getvalue().strip().splitlines()
     assert code == 2 and len(lines) == 1, err.getvalue()
     assert str(path) in lines[0] and "/device:GPU:99999999999" in lines[0]
+
+
+def test_device_properties_past_their_columns_read_as_null(tmp_path: Path) -> None:
+    # uint64 2^64-1 core count / memory size / clock rate, a 2^64-1 profile start time: "internal error" before.
+    props = {1: "core_count", 2: "compute_cap_major", 3: "memory_size", 4: "clock_rate"}
+    huge = 2**64 - 1
+    values = [pb.stat(1, uint64=huge), pb.stat(2, int64=-1), pb.stat(3, uint64=huge), pb.stat(4, uint64=huge)]
+    env = pb.plane(99, "Task Environment", [], {}, {1: "profile_start_time"}, [pb.stat(1, uint64=huge)])
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_kernels_plane(props=props, values=values), env]))
+    trace = tracelens.load(path)
+    (device,) = trace.devices.to_pylist()
+    assert [device[k] for k in ("sm_count", "compute_major", "total_memory_bytes", "clock_rate_khz")] == [
+        None
+    ] * 4
+    assert trace.metadata.clock == "xplane"
+
+
+def test_string_stats_with_invalid_utf8_are_replaced_not_fatal(tmp_path: Path) -> None:
+    # hlo_op as a bytes_value, hlo_module as a str_value holding invalid UTF-8 (the reader takes event stats from
+    # the file's bytes, past upb's UTF-8 check): "internal error: UnicodeDecodeError" before.
+    raw_bytes = pb.vfield(1, 1) + pb.lfield(6, b"dot\xff")
+    bad_string = pb.vfield(1, 2) + pb.lfield(5, b"jit_\xfe")
+    kernels = [pb.event(1, 0, 1_000_000, [raw_bytes, bad_string])]
+    gpu = pb.plane(
+        1, "/device:GPU:0", [pb.line(5, "Stream #5", 0, kernels)], {1: "k"}, {1: "hlo_op", 2: "hlo_module"}
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([gpu]))
+    trace = tracelens.load(path)
+    assert trace.df[trace.df["kind"] == "kernel"]["op"].tolist() == ["jit_\ufffd/dot\ufffd"]
+    analyze(trace)

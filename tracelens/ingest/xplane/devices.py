@@ -38,15 +38,24 @@ def device_rows(hosts: Sequence[Host]) -> list[dict[str, Any]]:
                     "id": host.device_offset + gpu,
                     "name": name,
                     "vendor": vendor,
-                    "sm_count": int_or_none(stats.get("core_count")),
-                    "compute_major": int_or_none(major),
-                    "compute_minor": int_or_none(minor),
-                    "total_memory_bytes": int_or_none(stats.get("memory_size")),
+                    "sm_count": _count(stats.get("core_count"), INT32),
+                    "compute_major": _count(major, INT32),
+                    "compute_minor": _count(minor, INT32),
+                    "total_memory_bytes": _count(stats.get("memory_size"), INT64),
                     "memory_bandwidth_bytes_per_s": _number(stats.get("memory_bandwidth")),
-                    "clock_rate_khz": int_or_none(stats.get("clock_rate")),
+                    "clock_rate_khz": _count(stats.get("clock_rate"), INT64),
                 }
             )
     return rows
+
+
+INT32, INT64 = 1 << 31, 1 << 63
+
+
+def _count(value: Any, limit: int) -> int | None:
+    """A count-like stat (SMs, bytes, kHz) as an int; None where it is no integer, negative, or past its column."""
+    number = int_or_none(value)
+    return number if number is not None and 0 <= number < limit else None
 
 
 def _number(value: Any) -> float | None:

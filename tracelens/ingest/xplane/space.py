@@ -125,5 +125,6 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
             host.unread_devices.append(plane.name)
         elif plane.name == TASK_ENV_PLANE:
             start = int_or_none(plane_stats(plane).get("profile_start_time"))
-            host.start_time_ns = start if start is not None and start > 0 else None
+            # unix ns, added to int64 times: past 2^62 (year 2116) it is no start time
+            host.start_time_ns = start if start is not None and 0 < start < 1 << 62 else None
     return host, max_gpu + 1
