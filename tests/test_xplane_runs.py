@@ -49,3 +49,19 @@ def test_one_run_or_a_chosen_run_adds_no_warning(tmp_path: Path) -> None:
     _run(tmp_path / "two", "plugins", "profile", "2024_02_01_00_00_00")
     chosen = tracelens.load(tmp_path / "two", run="2024_01_01_00_00_00")
     assert chosen.metadata.warnings == []
+
+
+def test_a_host_of_a_run_without_gpu_activity_is_named(tmp_path: Path) -> None:
+    # Two hosts of one run, the second recorded only host events (its GPU tracer failed, or a CPU-only
+    # coordinator): its absence from every GPU figure was not said.
+    run = tmp_path / "plugins" / "profile" / "r1"
+    run.mkdir(parents=True)
+    (run / "a.xplane.pb").write_bytes(_space())
+    host = pb.plane(0, "/host:CPU", [pb.line(1, "python3", 0, [pb.event(1, 0, 5_000_000)])], {1: "train"}, {})
+    (run / "b.xplane.pb").write_bytes(pb.space([host]))
+    trace = tracelens.load(run)
+    notes = [w for w in trace.metadata.warnings if "b.xplane.pb" in w]
+    assert notes == [
+        "b.xplane.pb: no GPU activity recorded on this host (1 of 2 hosts): not in the GPU figures"
+    ]
+    assert not any("a.xplane.pb" in w for w in trace.metadata.warnings)
