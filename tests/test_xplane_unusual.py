@@ -143,3 +143,39 @@ def test_string_stats_with_invalid_utf8_are_replaced_not_fatal(tmp_path: Path) -
     trace = tracelens.load(path)
     assert trace.df[trace.df["kind"] == "kernel"]["op"].tolist() == ["jit_\ufffd/dot\ufffd"]
     analyze(trace)
+
+
+def test_jax_without_correlation_ids_does_not_name_a_launching_thread(tmp_path: Path) -> None:
+    # JAX kernels with hlo_op and no correlation id; the Python thread dispatches once (300 ns) and a worker thread
+    # decodes images all along. The idle was put on "its launching thread" running "DecodeJpeg": no correlation
+    # id says which thread launches, so the sentence must say it read every host thread of the process.
+    kernels = [
+        pb.event(
+            1,
+            500_000 + i * 44_000_000,
+            4_000_000,
+            [pb.stat(1, string="fusion.0"), pb.stat(2, string="jit_f")],
+        )
+        for i in range(20)
+    ]
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [pb.line(14, "Stream #14", 0, kernels)],
+        {1: "fusion_1"},
+        {1: "hlo_op", 2: "hlo_module"},
+    )
+    lines = [
+        pb.line(1, "python3", 0, [pb.event(1, 0, 300_000)]),
+        pb.line(2, "worker", 0, [pb.event(2, i * 1_000_000, 990_000) for i in range(900)]),
+    ]
+    host = pb.plane(0, "/host:CPU", lines, {1: "PjitFunction(f)", 2: "DecodeJpeg"}, {})
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([host, gpu]))
+    doc = dict(analyze(tracelens.load(path)))
+    assert doc["source"]["framework"] == "jax"
+    causes = {c["cause"]: c for c in doc["diagnosis"]["causes"]}
+    launch = causes["host_launch_overhead"]
+    assert launch["evidence"]["feeding_threads_from"] == ["process"]
+    text = sentence(launch, doc["diagnosis"])
+    assert "launching thread ran" not in text and "host threads of its process" in text, text

@@ -26,7 +26,7 @@ from ..kinds import kind_mask
 from ..label_sums import Summed, summed_by_row_key, top_by_row_key
 from ..names import NOTHING, rows_named
 from .cause import TOP_NAMES, Cause, Context, Evidence
-from .wording import gpu, mean_note, quote, worst
+from .wording import feeding, gpu, mean_note, quote, worst
 
 NAME = "unexplained_idle"
 # The idle is lost on other ranks when calls waiting for other processes cover at least half of it.
@@ -367,7 +367,7 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     text = f"{gpu(device, len(by_device))} was idle {fmt_ns(idle)}"
     if ev.get("share_of_idle") is not None and len(by_device) == 1:
         text += f" ({fmt_pct(ev['share_of_idle'])} of its idle time)"
-    text += " with no recorded activity on its launching thread"
+    text += f" with no recorded activity on {feeding(ev.get('feeding_threads_from'))}"
     if ev.get("rank_wait_ns"):
         text += f"; the host was waiting on other processes (MPI or collective calls) for {fmt_ns(ev['rank_wait_ns'])} of it"
     top = ev.get("top_activity") or []
