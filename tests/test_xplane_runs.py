@@ -65,3 +65,15 @@ def test_a_host_of_a_run_without_gpu_activity_is_named(tmp_path: Path) -> None:
         "b.xplane.pb: no GPU activity recorded on this host (1 of 2 hosts): not in the GPU figures"
     ]
     assert not any("a.xplane.pb" in w for w in trace.metadata.warnings)
+
+
+def test_newest_run_without_a_profile_names_the_other_runs(tmp_path: Path, capsys) -> None:
+    # A profile that failed leaves an empty newest run: "no profile found" hid the older run that holds one.
+    from tracelens.cli import main
+
+    _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
+    (tmp_path / "plugins" / "profile" / "2024_02_01_00_00_00").mkdir()
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "2024_02_01_00_00_00" in lines[0] and "--run 2024_01_01_00_00_00" in lines[0]

@@ -86,6 +86,18 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
     folder = runs[chosen]
     files = sorted(folder.glob("*.xplane.pb")) or sorted(folder.glob("*.trace.json.gz"))
     if not files:
+        with_files = [
+            name
+            for name in sorted(runs, reverse=True)
+            if name != chosen
+            and (any(runs[name].glob("*.xplane.pb")) or any(runs[name].glob("*.trace.json.gz")))
+        ]
+        if run is None and with_files:  # the newest run is empty (a profile that failed): say where one is
+            raise InputError(
+                f"the newest profile run, {chosen}, holds no .xplane.pb; older runs do: "
+                f"--run {with_files[0]} reads the newest of them ({', '.join(with_files[:5])})",
+                path=path,
+            )
         _explain_empty(folder, path)
     return files, chosen
 
