@@ -119,3 +119,16 @@ def test_xspace_without_timed_events(tmp_path: Path, capsys: pytest.CaptureFixtu
     path = tmp_path / "h.xplane.pb"
     path.write_bytes(pb.space([task_env, aggregated_only]))
     assert "no timed events" in _run(path, capsys)
+
+
+@pytest.mark.parametrize("name", ["host.xplane.pb", "host.xplane.pb.gz"])
+def test_gzip_compressed_xspace_is_named(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A gzip'd XSpace was reported as "truncated or corrupt protobuf", which it is not.
+    import gzip
+
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(_valid_space()))
+    line = _run(path, capsys)
+    assert "gzip-compressed" in line and "truncated" not in line

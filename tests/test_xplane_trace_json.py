@@ -145,3 +145,14 @@ def test_truncated_trace_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     code = main(["convert", str(path), "-o", str(tmp_path / "o.parquet")])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and str(path) in err[0]
+
+
+@pytest.mark.parametrize("name", ["trace.json", "downloaded.json.gz"])
+def test_renamed_trace_json_is_read_as_tensorflow(name: str, tmp_path: Path) -> None:
+    # A TF trace-viewer JSON saved under another name was read as Kineto: "no GPU activity", with PyTorch's fix.
+    data = json.dumps(_trace()).encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    assert detect_format(path) == "tf-trace-json"
+    (gpu,) = device_utilization(tracelens.load(path))
+    assert (gpu.busy_ns, gpu.span_ns, gpu.kernel_count, gpu.memcpy_count) == (25000, 34999, 1, 1)

@@ -45,6 +45,11 @@ _KINETO_MARKERS = (
 )
 
 
+# The TF profiler's process names (its trace JSON names processes after the XSpace planes): such a file saved
+# under another name than <host>.trace.json.gz is still TensorFlow's, not Kineto's.
+_TF_PROCESS_MARKERS = (b'"/host:CPU"', b'"/device:GPU:')
+
+
 def _peek(path: Path, n: int = 4096) -> bytes:
     with open(path, "rb") as fh:
         head = fh.read(n)
@@ -89,7 +94,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     stripped = head.lstrip()
     if stripped[:1] in (b"{", b"["):
         if (
-            p.name.endswith(".trace.json.gz")
+            (p.name.endswith(".trace.json.gz") or any(marker in head for marker in _TF_PROCESS_MARKERS))
             and b'"traceEvents"' in head
             and not any(marker in head for marker in _KINETO_MARKERS)
         ):

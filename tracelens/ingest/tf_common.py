@@ -86,8 +86,36 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
     folder = runs[chosen]
     files = sorted(folder.glob("*.xplane.pb")) or sorted(folder.glob("*.trace.json.gz"))
     if not files:
+        with_files = [
+            name
+            for name in sorted(runs, reverse=True)
+            if name != chosen
+            and (any(runs[name].glob("*.xplane.pb")) or any(runs[name].glob("*.trace.json.gz")))
+        ]
+        if run is None and with_files:  # the newest run is empty (a profile that failed): say where one is
+            raise InputError(
+                f"the newest profile run, {chosen}, holds no .xplane.pb; older runs do: "
+                f"--run {with_files[0]} reads the newest of them ({', '.join(with_files[:5])})",
+                path=path,
+            )
         _explain_empty(folder, path)
     return files, chosen
+
+
+def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | None:
+    """A warning naming the run read when ``path`` is a logdir holding several runs and none was asked for."""
+    if run is not None or chosen is None or not path.is_dir() or any(path.glob("*.xplane.pb")):
+        return None
+    runs = _run_dirs(path)
+    if len(runs) < 2 or chosen not in runs:
+        return None
+    others = [name for name in sorted(runs, reverse=True) if name != chosen]
+    shown = ", ".join(others[:5]) + (f", … ({len(others) - 5} more)" if len(others) > 5 else "")
+    folder = runs[chosen].relative_to(path).as_posix()
+    return (
+        f"{len(runs)} profile runs under this logdir: read the newest, {chosen} ({folder}); "
+        f"--run NAME reads another ({shown})"
+    )
 
 
 def _explain_empty(folder: Path, shown: Path) -> None:

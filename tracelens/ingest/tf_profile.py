@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import InputError
 from ..trace import Trace
 from . import tf_trace_json, xplane
-from .tf_common import DERIVED_FILE_SUFFIXES, discover
+from .tf_common import DERIVED_FILE_SUFFIXES, discover, run_choice_note
 
 
 def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> Trace:
@@ -35,10 +35,15 @@ def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> T
         return trace
     files, run_name = discover(path, run)
     if fmt == "tf-trace-json" or all(f.name.endswith(".trace.json.gz") for f in files):
-        return tf_trace_json.read_files(files, source=path, run=run_name)
-    return xplane.read_files(
-        [f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name
-    )
+        trace = tf_trace_json.read_files(files, source=path, run=run_name)
+    else:
+        trace = xplane.read_files(
+            [f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name
+        )
+    note = run_choice_note(path, run, run_name)
+    if note:
+        trace.metadata.warnings.append(note)
+    return trace
 
 
 def _xplanes_instead_of(path: Path) -> list[Path] | None:

@@ -57,7 +57,9 @@ _UNIX_US = 1e15
 
 def _load_json(path: Path) -> dict[str, Any]:
     try:
-        with gzip.open(path, "rb") as fh:
+        with open(path, "rb") as plain:
+            gzipped = plain.read(2) == b"\x1f\x8b"  # a trace JSON saved uncompressed is read as it is
+        with gzip.open(path, "rb") if gzipped else open(path, "rb") as fh:
             data = msgspec.json.decode(fh.read())
     except (OSError, EOFError, zlib.error) as err:
         raise InputError(f"not a readable gzip file ({err})", path=path) from None

@@ -14,7 +14,7 @@ from ..completeness import python_events
 from ..launch import SMALL_KERNEL_NS
 from ..names import CPU, LAUNCH
 from .cause import Cause, Context, Evidence, top_host_names
-from .wording import gpu, mean_note, quote, worst
+from .wording import feeding, gpu, mean_note, quote, worst
 
 NAME = "host_launch_overhead"
 # By count, not time: each launch costs the host the same whatever the kernel's length, so a step of thousands
@@ -89,8 +89,9 @@ def evidence(ctx: Context) -> Evidence:
         "idle_launch_by_device": idle_launch,
         "idle_cpu_by_device": idle_cpu,
         "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
-        "small_kernel_share": small.get("share"),
-        "small_kernel_count_share": small.get("count_share"),
+        # no kernel ran (copies only): no share of kernel time or count to speak of
+        "small_kernel_share": small.get("share") if small.get("total_kernel_ns") else None,
+        "small_kernel_count_share": small.get("count_share") if small.get("total_kernel_ns") else None,
         "short_kernels": (launch.get("short_kernels") or {}).get("count"),
         "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
         "cuda_graphs": graphs.get("in_use"),
@@ -101,6 +102,7 @@ def evidence(ctx: Context) -> Evidence:
         "launching_ops": ops.diagnosis_ops(ctx.trace).launching_ops,
         "optimizer_step": ops.diagnosis_ops(ctx.trace).optimizer_step,
     }
+    ev["feeding_threads_from"] = sorted({a["feeding_threads_from"] for a in ctx.attribution.values()})
     ev["remedy"] = remedy(ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"))
     # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows
     # the host: the launch overhead it shows may be partly the profiler's own.
@@ -133,7 +135,7 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     ]
     text = f"{gpu(device, len(total))} was idle {fmt_ns(idle)}"
     if doing:
-        text += " while its launching thread ran " + " and ".join(doing)
+        text += f" while {feeding(ev.get('feeding_threads_from'))} ran " + " and ".join(doing)
     top_ops = ev.get("top_cpu_ops") or []
     if top_ops:
         text += f"; most host time in {quote(top_ops[0]['name'])}"

@@ -26,7 +26,7 @@ from ..kinds import kind_mask
 from ..label_sums import Summed, summed_by_row_key, top_by_row_key
 from ..names import NOTHING, rows_named
 from .cause import TOP_NAMES, Cause, Context, Evidence
-from .wording import gpu, mean_note, quote, worst
+from .wording import feeding, gpu, mean_note, quote, worst
 
 NAME = "unexplained_idle"
 # The idle is lost on other ranks when calls waiting for other processes cover at least half of it.
@@ -378,7 +378,7 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     if ev.get("share_of_idle") is not None and len(by_device) == 1:
         text += f" ({fmt_pct(ev['share_of_idle'])} of its idle time)"
     if (ev.get("host_tracing") or {}).get("api_calls", True):
-        text += " with no recorded activity on its launching thread"
+        text += f" with no recorded activity on {feeding(ev.get('feeding_threads_from'))}"
     else:
         text += " and the trace records no CUDA/HIP API call: no launching thread to look at"
     if ev.get("rank_wait_ns"):

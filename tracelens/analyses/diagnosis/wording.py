@@ -30,6 +30,17 @@ def calls(n: int, what: str = "call") -> str:
     return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
+def feeding(sources: Any) -> str:
+    """Who feeds the GPU, by how the attribution found the threads (``attribution.devices[].feeding_threads_from``):
+    "its launching thread" only where correlation ids name it; else the threads the idle was read against."""
+    found = set(sources or ())
+    if not found or found == {"correlation"}:
+        return "its launching thread"
+    if found <= {"correlation", "process"}:
+        return "the host threads of its process (no correlation id names the launching one)"
+    return "the host threads (no correlation id names the launching one)"
+
+
 def gpu(device: str, n: int) -> str:
     return f"GPU {device}" if n > 1 or device != "0" else "The GPU"
 

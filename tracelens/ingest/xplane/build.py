@@ -345,6 +345,15 @@ def _metadata(
         warnings.append("hosts have no Task Environment start time: their clocks are not aligned")
     for host in hosts:
         warnings.extend(f"{host.path.name}: profiler error: {e}" for e in list(host.space.errors)[:5])
+    if len(hosts) > 1:  # a host of a run whose GPU side is missing while others have theirs
+        with_gpu = set(np.unique(ev.host[kinds.stream_rows & ~aggregated]).tolist())
+        if with_gpu:
+            warnings.extend(
+                f"{h.path.name}: no GPU activity recorded on this host ({len(hosts) - len(with_gpu)} of "
+                f"{len(hosts)} hosts): not in the GPU figures"
+                for h in hosts
+                if h.ordinal not in with_gpu
+            )
     unread = sorted({name for host in hosts for name in host.unread_devices})
     if unread:
         warnings.append(

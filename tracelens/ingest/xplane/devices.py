@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,7 @@ def device_rows(hosts: Sequence[Host]) -> list[dict[str, Any]]:
                 or stats.get("device_type_string")
                 or None
             )
+            name = None if name is None else str(name)  # a stat of another type than the string written
             if not name and major is not None:
                 name = f"{vendor.upper()} GPU (compute {major}.{minor}, {stats.get('core_count', '?')} SMs)"
             rows.append(
@@ -36,14 +38,28 @@ def device_rows(hosts: Sequence[Host]) -> list[dict[str, Any]]:
                     "id": host.device_offset + gpu,
                     "name": name,
                     "vendor": vendor,
-                    "sm_count": int_or_none(stats.get("core_count")),
-                    "compute_major": int_or_none(major),
-                    "compute_minor": int_or_none(minor),
-                    "total_memory_bytes": int_or_none(stats.get("memory_size")),
-                    "memory_bandwidth_bytes_per_s": float(stats["memory_bandwidth"])
-                    if "memory_bandwidth" in stats
-                    else None,
-                    "clock_rate_khz": int_or_none(stats.get("clock_rate")),
+                    "sm_count": _count(stats.get("core_count"), INT32),
+                    "compute_major": _count(major, INT32),
+                    "compute_minor": _count(minor, INT32),
+                    "total_memory_bytes": _count(stats.get("memory_size"), INT64),
+                    "memory_bandwidth_bytes_per_s": _number(stats.get("memory_bandwidth")),
+                    "clock_rate_khz": _count(stats.get("clock_rate"), INT64),
                 }
             )
     return rows
+
+
+INT32, INT64 = 1 << 31, 1 << 63
+
+
+def _count(value: Any, limit: int) -> int | None:
+    """A count-like stat (SMs, bytes, kHz) as an int; None where it is no integer, negative, or past its column."""
+    number = int_or_none(value)
+    return number if number is not None and 0 <= number < limit else None
+
+
+def _number(value: Any) -> float | None:
+    """A numeric stat as a float; None where the stat holds something else (a string, a ref to a stat name)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None

@@ -12,12 +12,14 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from ...values import int_or_none
 from . import wire
 from .schema import xspace_class
 
 HOST_PLANE = "/host:CPU"
 TASK_ENV_PLANE = "Task Environment"
 _GPU_PLANE = re.compile(r"^/device:GPU:(\d+)$")
+MAX_GPU_INDEX = 1 << 20  # GPUs of one host; every host's are numbered after the previous hosts' (int32 ids)
 
 
 def parse_xspace(data: bytes | memoryview, path: Path) -> Any:
@@ -97,6 +99,10 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
         raise InputError(f"cannot read ({err.strerror})", path=file) from None
     if not data:
         raise InputError("file is empty", path=file)
+    if bytes(data[:2]) == b"\x1f\x8b":  # gzip magic: never a valid XSpace start (0x1f is an invalid tag)
+        raise InputError(
+            "gzip-compressed file: an .xplane.pb is a raw protobuf, decompress it first (gunzip)", path=file
+        )
     space = parse_xspace(data, file)
     host = Host(
         path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data, buffer=buffer
@@ -108,12 +114,17 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
             host.planes.append((plane, None))
             host.plane_index.append(in_space)
         elif match:
+            if int(match.group(1)) > MAX_GPU_INDEX:
+                raise InputError(
+                    f"GPU plane {plane.name!r}: index out of range (over {MAX_GPU_INDEX})", path=file
+                )
             host.planes.append((plane, int(match.group(1))))
             host.plane_index.append(in_space)
             max_gpu = max(max_gpu, int(match.group(1)))
         elif plane.name.startswith("/device:") and len(plane.lines):
             host.unread_devices.append(plane.name)
         elif plane.name == TASK_ENV_PLANE:
-            start = plane_stats(plane).get("profile_start_time")
-            host.start_time_ns = int(start) if start else None
+            start = int_or_none(plane_stats(plane).get("profile_start_time"))
+            # unix ns, added to int64 times: past 2^62 (year 2116) it is no start time
+            host.start_time_ns = start if start is not None and 0 < start < 1 << 62 else None
     return host, max_gpu + 1

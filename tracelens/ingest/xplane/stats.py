@@ -202,6 +202,7 @@ def decode_stats(
                     ).cast(pa.string())
                 )
                 owners.append(ev[is_str])
+                parts[-1] = _valid_utf8(parts[-1])
             if is_ref.any():
                 idx = sel[is_ref]
                 ref_keys = (s_plane[idx].astype(np.int64) << 32) | (
@@ -240,6 +241,17 @@ def decode_stats(
                 present[ev[is_dbl]] = True
             out.ints[name] = (values, present)
     return out
+
+
+def _valid_utf8(strings: pa.Array) -> pa.Array:
+    """``strings`` (built from the file's bytes without a check) with invalid UTF-8 replaced by U+FFFD: a
+    ``bytes_value`` stat, or a writer that broke the spec, would otherwise fail whoever reads the names."""
+    try:
+        strings.validate(full=True)
+        return strings
+    except pa.ArrowInvalid:
+        raw = strings.cast(pa.binary()).to_pylist()
+        return pa.array([None if v is None else v.decode("utf-8", "replace") for v in raw], pa.string())
 
 
 # ----------------------------------------------------------------------------------- details strings

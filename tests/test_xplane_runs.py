@@ -1,0 +1,79 @@
+"""Which run of a TensorBoard logdir is read, and that the output says so when there is a choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import test_xplane_helpers as pb
+
+import tracelens
+
+
+def _space() -> bytes:
+    kernel = pb.event(1, 1_000_000, 2_000_000)
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5", 100, [kernel])], {1: "k"}, {})
+    return pb.space([gpu])
+
+
+def _run(logdir: Path, *parts: str) -> None:
+    folder = logdir.joinpath(*parts)
+    folder.mkdir(parents=True)
+    (folder / "host0.xplane.pb").write_bytes(_space())
+
+
+def test_newest_of_several_runs_is_named_in_a_warning(tmp_path: Path) -> None:
+    for run in ("2024_01_01_00_00_00", "2024_06_01_00_00_00", "2024_03_01_00_00_00"):
+        _run(tmp_path, "plugins", "profile", run)
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.extra["run"] == "2024_06_01_00_00_00"
+    notes = [w for w in trace.metadata.warnings if "profile runs" in w]
+    assert len(notes) == 1, trace.metadata.warnings
+    note = notes[0]
+    assert "2024_06_01_00_00_00" in note and "3 profile runs" in note and "newest" in note and "--run" in note
+    assert "2024_01_01_00_00_00" in note and "2024_03_01_00_00_00" in note
+
+
+def test_runs_in_several_logdirs_name_the_folder_read(tmp_path: Path) -> None:
+    _run(tmp_path, "exp_a", "plugins", "profile", "2024_01_01_00_00_00")
+    _run(tmp_path, "exp_b", "plugins", "profile", "2024_02_01_00_00_00")
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.extra["run"] == "2024_02_01_00_00_00"
+    (note,) = [w for w in trace.metadata.warnings if "profile runs" in w]
+    assert "exp_b/plugins/profile/2024_02_01_00_00_00" in note
+
+
+def test_one_run_or_a_chosen_run_adds_no_warning(tmp_path: Path) -> None:
+    _run(tmp_path / "one", "plugins", "profile", "2024_01_01_00_00_00")
+    assert tracelens.load(tmp_path / "one").metadata.warnings == []
+    _run(tmp_path / "two", "plugins", "profile", "2024_01_01_00_00_00")
+    _run(tmp_path / "two", "plugins", "profile", "2024_02_01_00_00_00")
+    chosen = tracelens.load(tmp_path / "two", run="2024_01_01_00_00_00")
+    assert chosen.metadata.warnings == []
+
+
+def test_a_host_of_a_run_without_gpu_activity_is_named(tmp_path: Path) -> None:
+    # Two hosts of one run, the second recorded only host events (its GPU tracer failed, or a CPU-only
+    # coordinator): its absence from every GPU figure was not said.
+    run = tmp_path / "plugins" / "profile" / "r1"
+    run.mkdir(parents=True)
+    (run / "a.xplane.pb").write_bytes(_space())
+    host = pb.plane(0, "/host:CPU", [pb.line(1, "python3", 0, [pb.event(1, 0, 5_000_000)])], {1: "train"}, {})
+    (run / "b.xplane.pb").write_bytes(pb.space([host]))
+    trace = tracelens.load(run)
+    notes = [w for w in trace.metadata.warnings if "b.xplane.pb" in w]
+    assert notes == [
+        "b.xplane.pb: no GPU activity recorded on this host (1 of 2 hosts): not in the GPU figures"
+    ]
+    assert not any("a.xplane.pb" in w for w in trace.metadata.warnings)
+
+
+def test_newest_run_without_a_profile_names_the_other_runs(tmp_path: Path, capsys) -> None:
+    # A profile that failed leaves an empty newest run: "no profile found" hid the older run that holds one.
+    from tracelens.cli import main
+
+    _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
+    (tmp_path / "plugins" / "profile" / "2024_02_01_00_00_00").mkdir()
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "2024_02_01_00_00_00" in lines[0] and "--run 2024_01_01_00_00_00" in lines[0]
