@@ -58,7 +58,7 @@ _UNIX_US = 1e15
 def _load_json(path: Path) -> dict[str, Any]:
     try:
         with gzip.open(path, "rb") as fh:
-            data = msgspec.json.decode(fh.read())
+            data = msgspec.json.decode(fh.read().removeprefix(b"\xef\xbb\xbf"))  # a byte-order mark: ignored
     except (OSError, EOFError, zlib.error) as err:
         raise InputError(f"not a readable gzip file ({err})", path=path) from None
     except msgspec.DecodeError as err:
