@@ -129,6 +129,19 @@ def test_cuda_graphs():
     assert launch.section(_trace(), {})["cuda_graphs"]["in_use"] is False
 
 
+def test_a_graph_launch_issues_every_op_of_its_graph():
+    # One cudaGraphLaunch [0,10) enqueues four 10 ns kernels [20,60) (Kineto: the call's correlation id, no graph
+    # id). Issue: 4 ops over the 10 ns issue span; execution: 4 ops over 40 ns busy -> 4.0, the host ahead (was
+    # 1 call / 10 ns against 4 ops / 40 ns = 1.0, and 0.02x for a 50-kernel graph the host had long launched).
+    trace = Trace.from_rows(
+        [call("cudaGraphLaunch", 0, 10, 1)] + [op(20 + 10 * i, 30 + 10 * i, 1) for i in range(4)]
+    )
+    rates = launch.section(trace, {})["rates"]
+    assert rates["launch_calls"] == 1 and rates["issue_per_s"] == pytest.approx(1 / 10e-9)
+    assert rates["execution_per_s"] == pytest.approx(4 / 40e-9)
+    assert rates["issue_to_execution"] == pytest.approx(4.0)
+
+
 def test_empty_trace():
     stats = launch.section(Trace.from_rows([{"kind": "cpu_op", "name": "a", "start_ns": 0, "end_ns": 1}]), {})
     assert stats["latency"]["count"] == 0 and stats["queue_depth"] == []

@@ -8,7 +8,8 @@ Definitions (docs/analyses.md, "launch"):
     small kernel    = kernel duration < SMALL_KERNEL_NS; small_kernel_share = their summed time / all kernel time;
                       count_share = their number / all kernels
     issue rate      = launch calls that enqueued a GPU op / (last such call end - first such call start), per s
-    execution rate  = GPU ops / device busy time, per second; issue_to_execution = issue / execution
+    execution rate  = GPU ops / device busy time, per second; issue_to_execution = the ops the launch calls
+                      enqueued per second (one per call, all of its graph's for a graph launch) / execution
     queue depth     = per stream, ops launched and not finished: +1 at the launch call end, -1 at the GPU op
                       end (at equal times the -1 first); max and time-weighted mean over
                       [first launch end, last op end)
@@ -530,6 +531,8 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     total_busy = sum(b.busy_ns for b in busy.values())
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
+    # the ops the calls enqueued per second: one per call, but a graph launch enqueues every op of its graph
+    ops_issue_rate = matched_count / (issue_span / 1e9) if issue_span > 0 else None
 
     # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
     graph_calls, by_graph_launch = graph_launches(event_columns(trace), pairs)
@@ -547,7 +550,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "issue_per_s": issue_rate,
             "gpu_busy_ns": int(total_busy),
             "execution_per_s": exec_rate,
-            "issue_to_execution": (issue_rate / exec_rate) if issue_rate and exec_rate else None,
+            "issue_to_execution": (ops_issue_rate / exec_rate) if ops_issue_rate and exec_rate else None,
         },
         "queue_depth": depth,
         "cuda_graphs": {
