@@ -140,6 +140,13 @@ def test_a_graph_launch_issues_every_op_of_its_graph():
     assert rates["launch_calls"] == 1 and rates["issue_per_s"] == pytest.approx(1 / 10e-9)
     assert rates["execution_per_s"] == pytest.approx(4 / 40e-9)
     assert rates["issue_to_execution"] == pytest.approx(4.0)
+    # the markdown line names the ops enqueued, so that its ratio reads from its figures: 4 ops / 10 ns = 4e8/s
+    from tracelens.report.markdown_sections import _launch
+
+    launch_line = next(
+        line for line in _launch({"launch": launch.section(trace, {})}) if "Launch rate" in line
+    )
+    assert "(GPU ops enqueued 400,000,000/s) vs execution rate 100,000,000/s (ratio 4)" in launch_line
 
 
 def test_empty_trace():

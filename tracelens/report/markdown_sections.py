@@ -817,9 +817,17 @@ def _launch(doc: Document) -> Lines:
         )
     if rates:
         issue, execution = rates.get("issue_per_s"), rates.get("execution_per_s")
+        ratio = rates.get("issue_to_execution")
+        # the ratio compares the GPU ops the calls enqueued: more than one per call where graph launches are
+        issued = ratio * execution if ratio is not None and execution else None
+        per_call = (
+            f" (GPU ops enqueued {fmt_rate(issued)})"
+            if issued is not None and issue and abs(issued - issue) > 0.01 * issue
+            else ""
+        )
         lines.append(
-            f"- Launch rate {fmt_rate(issue)} vs execution rate {fmt_rate(execution)} (ratio "
-            f"{fmt_ratio(rates.get('issue_to_execution'))})"
+            f"- Launch rate {fmt_rate(issue)}{per_call} vs execution rate {fmt_rate(execution)} (ratio "
+            f"{fmt_ratio(ratio)})"
         )
     if graphs:
         lines.append(
