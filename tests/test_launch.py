@@ -140,6 +140,9 @@ def test_a_graph_launch_issues_every_op_of_its_graph():
     assert rates["launch_calls"] == 1 and rates["issue_per_s"] == pytest.approx(1 / 10e-9)
     assert rates["execution_per_s"] == pytest.approx(4 / 40e-9)
     assert rates["issue_to_execution"] == pytest.approx(4.0)
+    # latency per call, of its first op: 20 - 10 = 10 (not 10, 20, 30, 40: the later ops wait behind the first)
+    lat = launch.section(trace, {})["latency"]
+    assert (lat["count"], lat["max_ns"], lat["p50_ns"]) == (1, 10, 10)
     # the markdown line names the ops enqueued, so that its ratio reads from its figures: 4 ops / 10 ns = 4e8/s
     from tracelens.report.markdown_sections import _launch
 

@@ -3,7 +3,8 @@
 Definitions (docs/analyses.md, "launch"):
     launch call     = the runtime/driver row whose correlation_id equals the GPU op's (one per id: runtime
                       rows before driver rows, then the earliest)
-    launch latency  = GPU op start - launch call end, clipped at 0 (negative values counted as clock skew)
+    launch latency  = per launch call, its first GPU op's start - the call's end, clipped at 0 (negative values
+                      counted as clock skew); one op per call but for graph launches
     short kernel    = kernel duration < its launch call's duration
     small kernel    = kernel duration < SMALL_KERNEL_NS; small_kernel_share = their summed time / all kernel time;
                       count_share = their number / all kernels
@@ -517,12 +518,14 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     pairs = launch_pairs(trace)
     matched = matched_ops(pairs)
     matched_count = len(matched)
-    raw_latency = matched["start"] - matched["launch_end"]
-    latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
-    del raw_latency
     # The launch calls that enqueued a GPU op: one per correlation id among the matched ops (each matched op
     # carries its call's times), so the calls themselves need not be kept.
     calls = int(sorted_distinct(matched["correlation_id"]).size)
+    raw_latency = (
+        _first_op_latency(matched) if calls < matched_count else matched["start"] - matched["launch_end"]
+    )
+    latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
+    del raw_latency
     issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
     short_kernels, small_kernels = _kernel_figures(pairs, matched)
     depth = _matched_queue_depth(matched)
@@ -559,6 +562,15 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "graph_ops": graph_ops,
         },
     }
+
+
+def _first_op_latency(matched: Table) -> np.ndarray:
+    """Per launch call, its first GPU op's start minus the call's end: a graph launch's later ops wait behind its
+    earlier ones (tens of ms into a large graph), not for the launch."""
+    correlation, start = matched["correlation_id"], matched["start"]
+    order = np.lexsort((start, correlation))
+    first = order[np.r_[True, correlation[order][1:] != correlation[order][:-1]]]
+    return start[first] - matched["launch_end"][first]
 
 
 def _kernel_figures(pairs: Table, matched: Table) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -780,7 +780,13 @@ def _launch(doc: Document) -> Lines:
     lines = ["", _heading("launch"), ""]
     lines.append(
         f"{num(launch.get('matched_ops'))} of {num(launch.get('gpu_ops'))} GPU ops matched to their "
-        "launch call. Launch latency = GPU start − launch call end (clipped at 0):"
+        "launch call. Launch latency = GPU start − launch call end (clipped at 0)"
+        + (
+            f", per call ({num(lat.get('count'))}): its first GPU op's (a graph launch's later ops wait behind "
+            "its earlier ones):"
+            if isinstance(launch.get("matched_ops"), int) and launch["matched_ops"] > (lat.get("count") or 0)
+            else ":"
+        )
     )
     lines.append("")
     lines.extend(
