@@ -40,7 +40,7 @@ from .columns import (
     int_type,
     memo,
 )
-from .graph_launches import graph_launches
+from .graph_launches import first_op_latency, graph_launches
 from .id_split import split_id_rows
 from .lean_columns import gathered, gathered_where, narrowed, scattered
 from .stream_depth import merged_stream_depth, stream_of
@@ -522,7 +522,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     # carries its call's times), so the calls themselves need not be kept.
     calls = int(sorted_distinct(matched["correlation_id"]).size)
     raw_latency = (
-        _first_op_latency(matched) if calls < matched_count else matched["start"] - matched["launch_end"]
+        first_op_latency(matched) if calls < matched_count else matched["start"] - matched["launch_end"]
     )
     latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
     del raw_latency
@@ -562,15 +562,6 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "graph_ops": graph_ops,
         },
     }
-
-
-def _first_op_latency(matched: Table) -> np.ndarray:
-    """Per launch call, its first GPU op's start minus the call's end: a graph launch's later ops wait behind its
-    earlier ones (tens of ms into a large graph), not for the launch."""
-    correlation, start = matched["correlation_id"], matched["start"]
-    order = np.lexsort((start, correlation))
-    first = order[np.r_[True, correlation[order][1:] != correlation[order][:-1]]]
-    return start[first] - matched["launch_end"][first]
 
 
 def _kernel_figures(pairs: Table, matched: Table) -> tuple[dict[str, Any], dict[str, Any]]:

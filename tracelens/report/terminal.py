@@ -283,7 +283,7 @@ def _attribution(doc: Document, console: Console) -> None:
     console.print(table.rich(console.width))
 
 
-def _matched(launch: dict[str, Any], lat: dict[str, Any]) -> str:
+def _matched(launch: Mapping[str, Any], lat: Mapping[str, Any]) -> str:
     """ "N matched"; "N GPU ops matched to M calls" where graph launches enqueue several ops per call (the latency
     is then per call: its first op's)."""
     ops, calls = launch.get("matched_ops"), lat.get("count")
