@@ -129,10 +129,33 @@ def test_cuda_graphs():
     assert launch.section(_trace(), {})["cuda_graphs"]["in_use"] is False
 
 
-def test_graph_launch_issues_all_its_ops():
-    # One cudaGraphLaunch [0,10) enqueues 4 back-to-back 10 ns kernels [20,60): 4 ops issued in the 10 ns issue
-    # span (4e8 per s) against 4 ops per 40 ns busy (1e8 per s): 4.0, the host well ahead. Counting the one call
-    # (1e8 per s) read 1.0, and a graph of n such ops 4/n: a graph replay read as a host that cannot keep up.
+def test_a_graph_launch_issues_every_op_of_its_graph():
+    # One cudaGraphLaunch [0,10) enqueues four 10 ns kernels [20,60) (Kineto: the call's correlation id, no graph
+    # id). Issue: 4 ops over the 10 ns issue span; execution: 4 ops over 40 ns busy -> 4.0, the host ahead (was
+    # 1 call / 10 ns against 4 ops / 40 ns = 1.0, and 0.02x for a 50-kernel graph the host had long launched).
+    trace = Trace.from_rows(
+        [call("cudaGraphLaunch", 0, 10, 1)] + [op(20 + 10 * i, 30 + 10 * i, 1) for i in range(4)]
+    )
+    rates = launch.section(trace, {})["rates"]
+    assert rates["launch_calls"] == 1 and rates["issue_per_s"] == pytest.approx(1 / 10e-9)
+    assert rates["execution_per_s"] == pytest.approx(4 / 40e-9)
+    assert rates["issue_to_execution"] == pytest.approx(4.0)
+    # latency per call, of its first op: 20 - 10 = 10 (not 10, 20, 30, 40: the later ops wait behind the first)
+    lat = launch.section(trace, {})["latency"]
+    assert (lat["count"], lat["max_ns"], lat["p50_ns"]) == (1, 10, 10)
+    # the markdown line names the ops enqueued, so that its ratio reads from its figures: 4 ops / 10 ns = 4e8/s
+    from tracelens.report.markdown_sections import _launch
+
+    launch_line = next(
+        line for line in _launch({"launch": launch.section(trace, {})}) if "Launch rate" in line
+    )
+    assert "(GPU ops enqueued 400,000,000/s) vs execution rate 100,000,000/s (ratio 4)" in launch_line
+
+
+def test_graph_launch_with_a_graph_id_issues_all_its_ops():
+    # Nsight's form: the kernels carry the graph's id. One cudaGraphLaunch [0,10) enqueues 4 back-to-back 10 ns
+    # kernels [20,60): 4 ops issued in the 10 ns issue span (4e8 per s) against 4 ops per 40 ns busy (1e8 per s):
+    # 4.0, the host well ahead. Counting the one call (1e8 per s) read 1.0, and a graph of n such ops 4/n.
     trace = Trace.from_rows(
         [call("cudaGraphLaunch", 0, 10, 1)] + [op(20 + 10 * i, 30 + 10 * i, 1, graph_id=5) for i in range(4)]
     )

@@ -131,4 +131,4 @@ def test_node_level_graph_replay_rates(tmp_path: Path, capsys: pytest.CaptureFix
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["report", str(path), "-o", str(out)]) == 0
-    assert "(GPU ops issued: 65,574/s) vs execution rate 333,333/s (ratio 0.197)" in out.read_text()
+    assert "(GPU ops enqueued 65,574/s) vs execution rate 333,333/s (ratio 0.197)" in out.read_text()

@@ -555,3 +555,14 @@ def test_library_kernels_are_recognized_by_vendor_names(name, library):
     from tracelens.analyses.names import is_library_kernel
 
     assert is_library_kernel(name) is library
+
+
+@pytest.mark.parametrize("sm_count", [-1, 0])
+def test_a_damaged_sm_count_leaves_the_grid_fill_unknown(sm_count: int) -> None:
+    # A header's numSms of -1 (damaged; Kineto writes cudaDeviceProp.multiProcessorCount): 132 blocks are not
+    # "fewer than the GPU's -1 SMs"; the grid fill is unknown, nothing is lost to it (was: 1000 ns lost).
+    rows = [_kernel("k", 0, 1000, threads=256, regs=32, grid=132)]
+    devices = [{"id": 0, "compute_major": 8, "compute_minor": 0, "sm_count": sm_count}]
+    dev = occupancy_report(Trace.from_rows(rows, devices=devices))["per_device"][0]
+    assert dev["sm_count"] is None
+    assert (dev["lost_ns"], dev["under_filled_lost_ns"], dev["under_filled_count"]) == (0, 0, 0)

@@ -427,15 +427,18 @@ class KernelOccupancy:
         for dev in present[first].astype(np.int64):
             mask = device == dev
             info = trace.device_info(int(dev))
+            sm_count = info.get("sm_count")
+            if not sm_count or sm_count < 0:  # unknown, or a damaged header's count: no grid fill
+                sm_count = info["sm_count"] = None
             note: dict[str, Any] = {
                 "name": info.get("name"),
                 "reason": None,
                 "limits": None,
-                "sm_count": info.get("sm_count"),
+                "sm_count": sm_count,
             }
             self.device_notes[int(dev)] = note
-            if info.get("sm_count"):
-                grid_fill[mask] = np.minimum(1.0, grid[mask] / int(info["sm_count"]))
+            if sm_count:
+                grid_fill[mask] = np.minimum(1.0, grid[mask] / int(sm_count))
             try:
                 limits = occupancy_calc.device_limits(info)
             except LimitsUnavailable as why:

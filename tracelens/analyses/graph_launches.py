@@ -1,5 +1,5 @@
 """The launch section's CUDA/HIP graph launches (``launch.launch_stats``' ``cuda_graphs``): the API calls that launch
-a graph, and the GPU ops such a call launched.
+a graph, and the GPU ops such a call launched; the launch latency per call (``first_op_latency``).
 
 A graph launch's name holds "GraphLaunch" (``names.is_graph_launch``: ``(cuda|hip|cu)GraphLaunch`` and API suffixes),
 so where no name of a small dictionary does (most traces: 357 names on the 406 MB Kineto tile), there is none, and the
@@ -36,3 +36,12 @@ def graph_launches(cols: EventColumns, pairs: Table) -> tuple[int, np.ndarray]:
     if not is_graph.any():
         return 0, np.zeros(len(pairs), bool)
     return int(is_graph[api_names].sum()), pairs["matched"] & is_graph[pairs["launch_name"]]
+
+
+def first_op_latency(matched: Table) -> np.ndarray:
+    """Per launch call, its first GPU op's start minus the call's end: a graph launch's later ops wait behind its
+    earlier ones (tens of ms into a large graph), not for the launch."""
+    correlation, start = matched["correlation_id"], matched["start"]
+    order = np.lexsort((start, correlation))
+    first = order[np.r_[True, correlation[order][1:] != correlation[order][:-1]]]
+    return start[first] - matched["launch_end"][first]

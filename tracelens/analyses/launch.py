@@ -3,14 +3,14 @@
 Definitions (docs/analyses.md, "launch"):
     launch call     = the runtime/driver row whose correlation_id equals the GPU op's (one per id: runtime
                       rows before driver rows, then the earliest)
-    launch latency  = GPU op start - launch call end, clipped at 0 (negative values counted as clock skew)
+    launch latency  = per launch call, its first GPU op's start - the call's end, clipped at 0 (negative values
+                      counted as clock skew); one op per call but for graph launches
     short kernel    = kernel duration < its launch call's duration
     small kernel    = kernel duration < SMALL_KERNEL_NS; small_kernel_share = their summed time / all kernel time;
                       count_share = their number / all kernels
     issue rate      = launch calls that enqueued a GPU op / (last such call end - first such call start), per s
-    execution rate  = GPU ops / device busy time, per second; issue_to_execution = the matched GPU ops those
-                      calls enqueued, per second of the same span / execution rate (= issue / execution
-                      where each call enqueues one op; a graph launch enqueues all its ops)
+    execution rate  = GPU ops / device busy time, per second; issue_to_execution = the ops the launch calls
+                      enqueued per second (one per call, all of its graph's for a graph launch) / execution
     queue depth     = per stream, ops launched and not finished: +1 at the launch call end, -1 at the GPU op
                       end (at equal times the -1 first); max and time-weighted mean over
                       [first launch end, last op end)
@@ -40,7 +40,7 @@ from .columns import (
     int_type,
     memo,
 )
-from .graph_launches import graph_launches
+from .graph_launches import first_op_latency, graph_launches
 from .id_split import split_id_rows
 from .lean_columns import gathered, gathered_where, narrowed, scattered
 from .stream_depth import merged_stream_depth, stream_of
@@ -518,12 +518,14 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     pairs = launch_pairs(trace)
     matched = matched_ops(pairs)
     matched_count = len(matched)
-    raw_latency = matched["start"] - matched["launch_end"]
-    latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
-    del raw_latency
     # The launch calls that enqueued a GPU op: one per correlation id among the matched ops (each matched op
     # carries its call's times), so the calls themselves need not be kept.
     calls = int(sorted_distinct(matched["correlation_id"]).size)
+    raw_latency = (
+        first_op_latency(matched) if calls < matched_count else matched["start"] - matched["launch_end"]
+    )
+    latency = {**_percentiles(np.maximum(raw_latency, 0)), "negative_count": int((raw_latency < 0).sum())}
+    del raw_latency
     issue_span = int(matched["launch_end"].max() - matched["launch_start"].min()) if calls else 0
     short_kernels, small_kernels = _kernel_figures(pairs, matched)
     depth = _matched_queue_depth(matched)
@@ -531,10 +533,9 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     busy = device_busy(trace)
     total_busy = sum(b.busy_ns for b in busy.values())
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
-    # the ops those calls issued, per second: a graph launch issues all its ops (calls alone made a graph
-    # replay read as a host that cannot keep up, from its few launch calls)
-    ops_issue_rate = matched_count / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
+    # the ops the calls enqueued per second: one per call, but a graph launch enqueues every op of its graph
+    ops_issue_rate = matched_count / (issue_span / 1e9) if issue_span > 0 else None
 
     # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
     graph_calls, by_graph_launch = graph_launches(event_columns(trace), pairs)

@@ -29,6 +29,7 @@ READERS = {
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
+_UTF8_BOM = b"\xef\xbb\xbf"
 # Bytes near the start of a PyTorch profiler (Kineto) JSON that TensorFlow's trace JSON never has: the
 # header keys Kineto writes before traceEvents, or the category of its first events.
 _KINETO_MARKERS = (
@@ -91,7 +92,9 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         return "nsys"
     if head.startswith(_PARQUET_MAGIC):
         return "parquet"
-    stripped = head.lstrip()
+    stripped = head.removeprefix(
+        _UTF8_BOM
+    ).lstrip()  # a byte-order mark before JSON text may be ignored (RFC 8259)
     if stripped[:1] in (b"{", b"["):
         if (
             (p.name.endswith(".trace.json.gz") or any(marker in head for marker in _TF_PROCESS_MARKERS))

@@ -60,7 +60,7 @@ def _load_json(path: Path) -> dict[str, Any]:
         with open(path, "rb") as plain:
             gzipped = plain.read(2) == b"\x1f\x8b"  # a trace JSON saved uncompressed is read as it is
         with gzip.open(path, "rb") if gzipped else open(path, "rb") as fh:
-            data = msgspec.json.decode(fh.read())
+            data = msgspec.json.decode(fh.read().removeprefix(b"\xef\xbb\xbf"))  # a byte-order mark: ignored
     except (OSError, EOFError, zlib.error) as err:
         raise InputError(f"not a readable gzip file ({err})", path=path) from None
     except msgspec.DecodeError as err:

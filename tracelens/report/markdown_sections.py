@@ -780,7 +780,13 @@ def _launch(doc: Document) -> Lines:
     lines = ["", _heading("launch"), ""]
     lines.append(
         f"{num(launch.get('matched_ops'))} of {num(launch.get('gpu_ops'))} GPU ops matched to their "
-        "launch call. Launch latency = GPU start − launch call end (clipped at 0):"
+        "launch call. Launch latency = GPU start − launch call end (clipped at 0)"
+        + (
+            f", per call ({num(lat.get('count'))}): its first GPU op's (a graph launch's later ops wait behind "
+            "its earlier ones):"
+            if isinstance(launch.get("matched_ops"), int) and launch["matched_ops"] > (lat.get("count") or 0)
+            else ":"
+        )
     )
     lines.append("")
     lines.extend(
@@ -818,15 +824,15 @@ def _launch(doc: Document) -> Lines:
     if rates:
         issue, execution = rates.get("issue_per_s"), rates.get("execution_per_s")
         ratio = rates.get("issue_to_execution")
-        # the ratio is of the ops the calls issued: it differs from the calls' rate's where a graph launch issues many
-        issued = ratio * execution if ratio is not None and execution is not None else None
-        ops = (
-            ""
-            if issued is None or issue is None or round(issued) == round(issue)
-            else f" (GPU ops issued: {fmt_rate(issued)})"
+        # the ratio compares the GPU ops the calls enqueued: more than one per call where graph launches are
+        issued = ratio * execution if ratio is not None and execution else None
+        per_call = (
+            f" (GPU ops enqueued {fmt_rate(issued)})"
+            if issued is not None and issue and abs(issued - issue) > 0.01 * issue
+            else ""
         )
         lines.append(
-            f"- Launch rate {fmt_rate(issue)}{ops} vs execution rate {fmt_rate(execution)} (ratio "
+            f"- Launch rate {fmt_rate(issue)}{per_call} vs execution rate {fmt_rate(execution)} (ratio "
             f"{fmt_ratio(ratio)})"
         )
     if graphs:

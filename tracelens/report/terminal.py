@@ -283,6 +283,15 @@ def _attribution(doc: Document, console: Console) -> None:
     console.print(table.rich(console.width))
 
 
+def _matched(launch: Mapping[str, Any], lat: Mapping[str, Any]) -> str:
+    """ "N matched"; "N GPU ops matched to M calls" where graph launches enqueue several ops per call (the latency
+    is then per call: its first op's)."""
+    ops, calls = launch.get("matched_ops"), lat.get("count")
+    if isinstance(ops, int) and isinstance(calls, int) and ops > calls:
+        return f"{num(ops)} GPU ops matched to {num(calls)} calls"
+    return f"{num(calls)} matched"
+
+
 def _launch(doc: Document, console: Console) -> None:
     launch = doc.get("launch")
     if not isinstance(launch, dict):
@@ -293,7 +302,7 @@ def _launch(doc: Document, console: Console) -> None:
     console.print()
     print_text(
         console,
-        f"Launches: {num(lat.get('count'))} matched, latency p50 {fmt_ns(lat.get('p50_ns'))}, "
+        f"Launches: {_matched(launch, lat)}, latency p50 {fmt_ns(lat.get('p50_ns'))}, "
         f"p90 {fmt_ns(lat.get('p90_ns'))}, p99 {fmt_ns(lat.get('p99_ns'))}, max {fmt_ns(lat.get('max_ns'))}",
     )
     small = launch.get("small_kernels") or {}

@@ -54,6 +54,9 @@ class _Ring:
         self.buffers = []
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> Iterator[Any]:
     """The file's (inflated) bytes in blocks of ``block_bytes``, the last one shorter: with a ring, each full
     block is the ring's next buffer (the last, short one a bytes copy), so that the ~400 MB of a large trace are
@@ -76,6 +79,7 @@ def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> 
                 return buffer if filled == block_bytes else bytes(memoryview(buffer)[:filled])
 
         done = 0
+        first = True
         while True:
             try:
                 block = read()
@@ -83,6 +87,12 @@ def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> 
                 raise InputError(f"truncated or corrupt gzip data ({err})", path=path) from None
             if not block:
                 return
+            if first:
+                first = False
+                if block[: len(UTF8_BOM)] == UTF8_BOM:
+                    # a byte-order mark before the JSON text (RFC 8259 lets a parser ignore it): the text begins
+                    # after it; this first block is copied once (not a ring buffer any more)
+                    block = bytes(block[len(UTF8_BOM) :])
             position = raw.tell()
             progress.advance(position - done)
             done = position
