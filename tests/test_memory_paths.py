@@ -72,7 +72,7 @@ def _parts(seed: int) -> list[Part]:
             )
             columns["end_ns"] = pa.chunked_array([columns["end_ns"][: n // 3], columns["end_ns"][n // 3 :]])
             owned = ("start_ns", "end_ns")
-        parts.append(Part(n, columns, owned=owned))
+        parts.append(Part(n, columns, owned=owned, host=bool(i)))  # part 0: kernels; the others: host rows
     return parts
 
 
@@ -83,7 +83,11 @@ def _reference(parts: list[Part]) -> dict[str, pa.Array]:
     order = np.argsort(start, kind="stable")
     missing = np.iinfo(np.int64).min
     end = np.concatenate([p.columns["end_ns"].fill_null(missing).to_numpy() for p in parts])
-    end[end == missing] = end.max()
+    # a host row's missing end (a range open when capture stopped) runs to the last end; a GPU row's is its start
+    host = np.concatenate([np.full(p.n, p.host) for p in parts])
+    last = end.max()
+    end[(end == missing) & ~host] = start[(end == missing) & ~host]
+    end[end == missing] = last
     out = {
         "start_ns": pa.array((start - origin)[order]),
         "end_ns": pa.array(np.maximum((end - origin)[order], (start - origin)[order])),
