@@ -134,6 +134,11 @@ def words(name: str) -> list[str]:
     return [*found, *("warmup" for a, b in zip(found, found[1:], strict=False) if a == "warm" and b == "up")]
 
 
+# How the sections list rows recorded without a name (a null or empty name: an NVTX range with neither text nor
+# textId), rather than as a blank row: the ranges section, the host section's top names.
+NO_NAME = "(no name)"
+
+
 def name_template(name: str) -> str:
     """The name that instances of one thing share: an emit_nvtx op range's op name (``aten::mm, op_id = 5``
     -> ``aten::mm``), a numbered marker with ``N`` for its number (``ProfilerStep#12`` ->
