@@ -22,6 +22,7 @@ NAMES = [
     "cudaLaunchKernel",
     "cudaGraphLaunch",
     "cuGraphLaunch_ptsz",
+    "cuGraphLaunch (CudaGraph:12)",
     "myGraphLaunchHelper",
     "k0",
     "cudaMemcpyAsync",
@@ -79,3 +80,21 @@ def test_no_word_no_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(type(cols), "of_kind", lambda *a: pytest.fail("the API calls read"))
     calls, ops = graph_launches(cols, pairs)
     assert calls == 0 and ops.size == len(pairs) == 0
+
+
+@pytest.mark.parametrize("name", ["cuGraphLaunch (CudaGraph:12)", "cudaGraphLaunch", "cuGraphLaunch_v10000"])
+def test_xla_graph_launch_name_is_a_graph_launch(name: str) -> None:
+    """XLA's profiler names a graph launch "cuGraphLaunch (CudaGraph:12)" (fixtures/gpu/jax_mlp_cuda.xplane.pb):
+    one call, its three kernels the graph's ops."""
+    from tracelens.analyses.launch import launch_stats
+    from tracelens.analyses.names import is_kernel_launch
+
+    assert is_graph_launch(name) and is_kernel_launch(name)
+    assert not is_graph_launch("cuGraphCreate (CudaGraph:12)")
+    events = [
+        {"kind": "driver", "name": name, "start_ns": 0, "end_ns": 40, "pid": 1, "tid": 7, "correlation_id": 5}
+    ]
+    events += [{"kind": "kernel", "name": f"k{i}", "start_ns": 100 + 20 * i, "end_ns": 110 + 20 * i, "device": 0,
+                "stream": 7, "pid": 1, "correlation_id": 5} for i in range(3)]  # fmt: skip
+    graphs = launch_stats(Trace.from_rows(events))["cuda_graphs"]
+    assert graphs == {"in_use": True, "graph_launch_calls": 1, "graph_ops": 3}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import test_xplane_helpers as pb
 
 import tracelens
@@ -179,3 +180,39 @@ def test_jax_without_correlation_ids_does_not_name_a_launching_thread(tmp_path: 
     assert launch["evidence"]["feeding_threads_from"] == ["process"]
     text = sentence(launch, doc["diagnosis"])
     assert "launching thread ran" not in text and "host threads of its process" in text, text
+
+
+def _gpu_only(path: Path, module: str | None, jax_metadata: bool = False) -> Path:
+    """A GPU plane alone (no /host:CPU): 5 kernels of an XLA module ``module`` (its hlo_module stat)."""
+    stats = [pb.stat(1, string="fusion.0"), pb.stat(2, string=module)] if module else []
+    kernels = [pb.event(1, i * 2_000_000, 1_000_000, stats) for i in range(5)]
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5", 0, kernels)], {1: "fusion_1"},
+                   {1: "hlo_op", 2: "hlo_module"})  # fmt: skip
+    planes = [gpu]
+    if jax_metadata:  # JAX writes its versions on a /host:metadata plane, with or without host events
+        planes.append(
+            pb.plane(2, "/host:metadata", [], {}, {1: "jaxlib_version"}, [pb.stat(1, string="0.4.30")])
+        )
+    path.write_bytes(pb.space(planes))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("module", "jax_metadata", "framework", "producer"),
+    [
+        ("jit_train_step", False, "jax", "JAX profiler"),
+        ("pmap_step", False, "jax", "JAX profiler"),
+        (None, True, "jax", "JAX profiler"),
+        ("a_inference_train_step_123__XlaMustCompile_true", False, "tensorflow", "TensorFlow Profiler"),
+        (None, False, "unknown", "TensorFlow/JAX profiler"),
+    ],
+)
+def test_gpu_only_profile_names_its_framework_from_the_gpu_side(
+    tmp_path: Path, module: str | None, jax_metadata: bool, framework: str, producer: str
+) -> None:
+    # A JAX profile without host events was "TensorFlow Profiler" and got TensorFlow's fixes.
+    trace = tracelens.load(_gpu_only(tmp_path / "host.xplane.pb", module, jax_metadata))
+    assert (trace.metadata.framework, trace.metadata.producer) == (framework, producer)
+    doc = dict(analyze(trace))
+    assert doc["source"]["framework"] == framework
+    assert doc["diagnosis"]["framework"] == framework

@@ -13,7 +13,7 @@ from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Tra
 from ..values import distinct, first_seen_codes, first_seen_sums
 from .columns import event_columns, thread_key
 from .kinds import kind_mask
-from .names import is_thread_bootstrap, name_template
+from .names import NO_NAME, is_thread_bootstrap, name_template
 from .thread_codes import THREAD_RUNS_SHARE, mark_codes_where, shared_thread_codes, thread_run_heads
 
 try:  # the compiled pass (optional: built at install time where a C compiler is there)
@@ -174,7 +174,8 @@ def _top_by_template(
     Python thread-bootstrap frames are left out (they span their thread's life) and counted."""
     names = [str(label) for label in labels.tolist()]  # a loop over the few thousand pairs
     distinct_names = list(dict.fromkeys(names))
-    template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))  # per name
+    # per name; a null or empty name is listed as NO_NAME
+    template = dict(zip(distinct_names, (name_template(n) or NO_NAME for n in distinct_names), strict=True))
     is_bootstrap = {n: is_thread_bootstrap(n) for n in distinct_names}
     bootstrap = np.fromiter(map(is_bootstrap.__getitem__, names), bool, len(names))
     # grouped by (kind, template) in order of first appearance, then the largest totals first (ties by template,

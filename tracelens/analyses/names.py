@@ -59,13 +59,15 @@ SYNC_COPY_PATTERN = re.compile(
     r"|^cuMemcpy(DtoH|HtoD|DtoD|Peer|2D|3D|AtoH|HtoA)?$"
 )
 
-# Kernel launch calls (a GPU op enqueued by them) and CUDA/HIP graph launches.
+# Kernel launch calls (a GPU op enqueued by them) and CUDA/HIP graph launches. XLA's profiler names a graph
+# launch with the graph's id after it, "cuGraphLaunch (CudaGraph:12)": a parenthesised suffix is allowed there.
+_GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch(?: \([^()]*\))?$"
 KERNEL_LAUNCH_PATTERN = re.compile(
     r"^(cuda|hip)(Ext)?(Module)?Launch(Cooperative)?Kernel\w*$"
     r"|^cuLaunch(Cooperative)?Kernel\w*$"
-    r"|^(cuda|hip|cu)GraphLaunch$"
+    r"|" + _GRAPH_LAUNCH
 )
-GRAPH_LAUNCH_PATTERN = re.compile(r"^(cuda|hip|cu)GraphLaunch$")
+GRAPH_LAUNCH_PATTERN = re.compile(_GRAPH_LAUNCH)
 
 # One-time work, by name. API calls that set up the CUDA/HIP context, load modules or create library
 # handles; every library's handle/plan creation; NCCL communicator set-up.
@@ -130,6 +132,11 @@ def words(name: str) -> list[str]:
     found = [w.lower() for w in _WORD.findall(name)]
     # "warm_up", "Warm-Up", "WarmUp" -> warmup
     return [*found, *("warmup" for a, b in zip(found, found[1:], strict=False) if a == "warm" and b == "up")]
+
+
+# How the sections list rows recorded without a name (a null or empty name: an NVTX range with neither text nor
+# textId), rather than as a blank row: the ranges section, the host section's top names.
+NO_NAME = "(no name)"
 
 
 def name_template(name: str) -> str:

@@ -26,7 +26,7 @@ from .grouping import cut_in_chunks, rows_by_thread, sum_per_slot, thread_chunks
 from .label_sums import largest_first, sums_by_label
 from .launch import launch_pairs
 from .launch_cover import covered_before_pair, covered_times, time_span, union_prefix
-from .names import name_template
+from .names import NO_NAME, name_template
 from .sync import row_thread_codes
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
@@ -572,7 +572,9 @@ def range_summary(trace: Trace, limit: int = NAME_LIMIT) -> dict[str, Any]:
     used = np.flatnonzero(totals["n"])
     # Instances of one thing share a template name (emit_nvtx's "aten::mm, op_id = 5", "ProfilerStep#3"):
     # one row per template, with the number of distinct texts it groups. A loop over distinct names.
-    labels = [name_template(str(names[c - 1])) if c > 0 else "" for c in used]
+    # A range recorded without a name (an NVTX range with neither text nor textId: a null name, or an empty one)
+    # is listed as NO_NAME, not as a blank row.
+    labels = [(name_template(str(names[c - 1])) if c > 0 else "") or NO_NAME for c in used]
     label, agg = sums_by_label(labels, {field: values[used] for field, values in totals.items()})
     out = [
         {

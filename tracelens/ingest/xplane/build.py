@@ -40,13 +40,14 @@ from ..tf_common import (
     COPY_KIND_LABELS,
     classify_host_name,
     copy_kind_code,
-    detect_framework,
     kernel_columns,
 )
 from .columns import dict_column, masked, place
 from .details import MEM_KIND_LABELS, gpu_ops, memcpy_columns
 from .devices import device_rows
 from .events import Events, walk_events
+from .framework import PRODUCERS
+from .framework import detect as detect_framework
 from .lines import LINE_HOST, LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
 from .names import display_names, metadata_flops
 from .schema import protobuf_backend
@@ -332,8 +333,9 @@ def _metadata(
     """Framework, clock, warnings and ``metadata.extra`` (hosts, aggregated events, where steps came from)."""
     names_all, name_index, aggregated, have_unix = ev.names, ev.name_index, ev.aggregated, ev.have_unix
     host_rows, origin, used_device_steps, n_steps = kinds.host_rows, r.origin, r.used_device_steps, r.n_steps
+    host_names = [names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1))]
     framework = detect_framework(
-        names_all[i] for i in np.flatnonzero(np.bincount(name_index[host_rows], minlength=1))
+        host_names, [h.space for h in hosts], ev.stats.strings("hlo_module", r.gpu_rows)
     )
     warnings: list[str] = []
     if aggregated.any():
@@ -362,7 +364,7 @@ def _metadata(
     return TraceMetadata(
         source_format="xplane",
         source_path=str(source),
-        producer="JAX profiler" if framework == "jax" else "TensorFlow Profiler",
+        producer=PRODUCERS[framework],
         framework=framework,
         time_origin_ns=origin,
         clock="unix" if have_unix else "xplane",
