@@ -669,6 +669,26 @@ def test_launch_fix_with_cuda_graphs_names_what_is_outside_them():
     assert primary["fix"] == LAUNCH_FIX["graphs"]["pytorch"]
 
 
+def test_launch_fix_when_every_op_already_runs_from_graphs():
+    # The same two graph replays with host code between them but no eager kernel: [1000,1900) cpu_op only, then
+    # graph 2's launch [1910,1920). Gaps: [1020,1930) = 910: cpu 880 ([1020,1900)) + launch 10 + nothing 20; all
+    # 8 GPU ops come from the two graph launches, so nothing is left to capture: the graphs_whole remedy.
+    data = json.loads((CAUSES_DIR / "graph_step.json").read_text())
+    first = [r for r in data["rows"] if r["correlation_id"] == 1]
+    second = [
+        {**r, "correlation_id": 2, "start_ns": r["start_ns"] + 1910, "end_ns": r["end_ns"] + 1910}
+        for r in first
+    ]
+    host = {"kind": "cpu_op", "name": "aten::item", "start_ns": 1000, "end_ns": 1900, "pid": 1, "tid": 1}
+    primary = analyze(_rows_case(first + [host] + second, data["devices"]))["diagnosis"]["primary"]
+    assert primary["cause"] == "host_launch_overhead"
+    assert primary["evidence"]["cuda_graphs"] is True
+    assert primary["evidence"]["ops_outside_graphs"] == 0
+    assert primary["evidence"]["remedy"] == "graphs_whole"
+    assert primary["fix"] == LAUNCH_FIX["graphs_whole"]["pytorch"]
+    assert "still launched outside" not in primary["fix"]
+
+
 # ------------------------------------------------------------------ findings read as sentences
 
 

@@ -30,6 +30,16 @@ FIXES = {
         "default": "CUDA graphs are in use, yet the GPU still waits on the host: capture the work still launched "
         "outside them.",
     },
+    # Every GPU op already runs from a graph: nothing is left to capture; the gaps are between replays.
+    "graphs_whole": {
+        "pytorch": "Every GPU op already runs from CUDA graphs, yet the GPU waits on the host between replays: "
+        "capture more per graph (the whole step, e.g. torch.compile(mode='reduce-overhead') over it), replay "
+        "several steps per launch, or cut the host's per-step work between replays.",
+        "jax": "Every GPU op already runs from CUDA graphs, yet the GPU waits on the host between replays: jit "
+        "the whole step (or several steps with lax.scan) so that each dispatch carries more work.",
+        "default": "Every GPU op already runs from CUDA graphs, yet the GPU waits on the host between replays: "
+        "capture more work per graph or do less on the host between replays.",
+    },
     "small_kernels": {
         "pytorch": "The host cannot issue kernels as fast as the GPU runs them (many tiny kernels): fuse them "
         "with torch.compile, use fused/foreach optimizers (torch.optim.AdamW(fused=True)), CUDA graphs "
@@ -68,9 +78,10 @@ def remedy(
     idle_launch: dict[str, int],
     idle_cpu: dict[str, int],
     small_count_share: float | None,
+    ops_outside_graphs: int | None = None,
 ) -> str:
     if graphs_in_use:
-        return "graphs"
+        return "graphs_whole" if ops_outside_graphs == 0 else "graphs"
     if ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small_count_share or 0.0) < SMALL_KERNEL_COUNT_SHARE:
         return "host_code"
     return "small_kernels"
@@ -103,7 +114,9 @@ def evidence(ctx: Context) -> Evidence:
         "optimizer_step": ops.diagnosis_ops(ctx.trace).optimizer_step,
     }
     ev["feeding_threads_from"] = sorted({a["feeding_threads_from"] for a in ctx.attribution.values()})
-    ev["remedy"] = remedy(ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"))
+    ev["remedy"] = remedy(
+        ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"), ops_outside
+    )
     # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows
     # the host: the launch overhead it shows may be partly the profiler's own.
     ev["python_events"] = python_events(ctx.trace)
