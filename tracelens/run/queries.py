@@ -57,9 +57,11 @@ def query_collectives(events: RunEvents) -> pd.DataFrame:
 
 
 def query_gpu_work(events: RunEvents) -> pd.DataFrame:
-    """Per (rank, device): summed duration of kernels, copies and memsets other than NCCL kernels."""
+    """Per (rank, device): summed duration of kernels, copies and memsets other than NCCL kernels, and their
+    first start and last end (table times: a capture's length is the same on any clock)."""
     return events.query("""
-        SELECT rank, device, sum(end_ns - start_ns) AS work_ns, count(*) AS ops
+        SELECT rank, device, sum(end_ns - start_ns) AS work_ns, count(*) AS ops,
+               min(start_ns) AS first_ns, max(end_ns) AS last_ns
         FROM events
         WHERE kind IN ('kernel', 'memcpy', 'memset') AND device IS NOT NULL
           AND NOT (kind = 'kernel' AND lower(coalesce(name, '')) LIKE '%nccl%')
