@@ -444,8 +444,9 @@ def test_markdown_names_the_rank_its_diagnosis_is_of(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ imbalance of captures of different lengths
 
 
-def _plain_rank(rank: int, steps: int, gemm: int, clock: str = "unix") -> Trace:
-    """A rank without collectives: one ``gemm`` of ``gemm`` ns 100 ns into each 800 ns step, one every 1000 ns."""
+def _plain_rank(rank: int, steps: int, gemm: int, clock: str = "unix", streams: int = 1) -> Trace:
+    """A rank without collectives: a ``gemm`` of ``gemm`` ns 100 ns into each 800 ns step (one every 1000 ns),
+    on each of ``streams`` streams at once."""
     rows: list[dict] = []
     for k in range(1, steps + 1):
         start = k * 1000
@@ -460,16 +461,17 @@ def _plain_rank(rank: int, steps: int, gemm: int, clock: str = "unix") -> Trace:
                 "tid": 1,
             }
         )
-        rows.append(
+        rows += [
             {
                 "kind": "kernel",
                 "name": "gemm",
                 "start_ns": start + 100,
                 "end_ns": start + 100 + gemm,
                 "device": 0,
-                "stream": 7,
+                "stream": 7 + s,
             }
-        )
+            for s in range(streams)
+        ]
     meta = TraceMetadata(
         source_format="handmade", clock=clock, time_origin_ns=10**18, rank=rank, world_size=2
     )
@@ -516,3 +518,19 @@ def test_work_spread_of_captures_of_one_length(tmp_path: Path) -> None:
     assert doc["representative_rank"] == 0
     assert causes["multi_gpu_imbalance"]["evidence"]["across_ranks_ns"] == 200
     assert causes["multi_gpu_imbalance"]["share"] == pytest.approx(200 / 3200)
+
+
+def test_concurrent_streams_are_not_more_work(tmp_path: Path) -> None:
+    """Same 4 steps; rank 0 runs its 400 ns gemm on 8 streams at once, rank 1 on one. Both GPUs are busy
+    1,600 ns of a 3,400 ns capture: balanced. Summed kernel durations (12,800 vs 1,600) made it 5.6 us lost
+    per GPU, 165% of the span."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _plain_rank(0, 4, 400, streams=8).save(run / "rank0.parquet")
+    _plain_rank(1, 4, 400).save(run / "rank1.parquet")
+    doc, failures = runs.analyze_run([run], workers=1, cache_dir=tmp_path / "cache")
+    assert failures == []
+    imbalance = doc["imbalance"]
+    assert imbalance["basis"] == "work_spread" and imbalance["work_spread_ns"] == 0
+    assert imbalance["lost_ns"] == 0 and imbalance["verdict"] == "balanced"
+    assert all(c["share"] <= 1.0 for c in doc["diagnosis"]["causes"])
