@@ -439,3 +439,98 @@ def test_markdown_names_the_rank_its_diagnosis_is_of(tmp_path: Path) -> None:
 
     one = render(analyze(load(paths[0])), "markdown")
     assert "Diagnosed rank" not in one
+
+
+# ------------------------------------------------------------------ imbalance of captures of different lengths
+
+
+def _plain_rank(rank: int, steps: int, gemm: int, clock: str = "unix", streams: int = 1) -> Trace:
+    """A rank without collectives: a ``gemm`` of ``gemm`` ns 100 ns into each 800 ns step (one every 1000 ns),
+    on each of ``streams`` streams at once."""
+    rows: list[dict] = []
+    for k in range(1, steps + 1):
+        start = k * 1000
+        rows.append(
+            {
+                "kind": "step",
+                "name": f"ProfilerStep#{k}",
+                "start_ns": start,
+                "end_ns": start + 800,
+                "step": k,
+                "pid": 1,
+                "tid": 1,
+            }
+        )
+        rows += [
+            {
+                "kind": "kernel",
+                "name": "gemm",
+                "start_ns": start + 100,
+                "end_ns": start + 100 + gemm,
+                "device": 0,
+                "stream": 7 + s,
+            }
+            for s in range(streams)
+        ]
+    meta = TraceMetadata(
+        source_format="handmade", clock=clock, time_origin_ns=10**18, rank=rank, world_size=2
+    )
+    return Trace.from_rows(rows, metadata=meta)
+
+
+@pytest.mark.parametrize("clock", ["unix", "nsys-session"])
+def test_captures_of_different_lengths_are_not_an_imbalance(tmp_path: Path, clock: str) -> None:
+    """Rank 0 captured 4 steps, rank 1 40 (10x longer), no collective: the work spread (800 vs 12,000 ns) was
+    reported as 5.6 us lost per GPU, 175% of rank 0's 3.2 us span. The captures cannot be compared: null with
+    a reason, and no multi_gpu_imbalance in the diagnosis."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _plain_rank(0, 4, 200, clock).save(run / "rank0.parquet")
+    _plain_rank(1, 40, 300, clock).save(run / "rank1.parquet")
+    doc, failures = runs.analyze_run([run], workers=1, cache_dir=tmp_path / "cache")
+    assert failures == []
+    imbalance = doc["imbalance"]
+    assert (
+        imbalance["lost_ns"] is None and imbalance["lost_fraction"] is None and imbalance["verdict"] is None
+    )
+    assert "differ in length" in imbalance["reason"] and "rank 0: 3.2" in imbalance["reason"]
+    for cause in doc["diagnosis"]["causes"]:
+        assert cause["share"] <= 1.0, cause
+        assert cause["cause"] != "multi_gpu_imbalance"
+    json.dumps(doc, allow_nan=False)
+
+
+def test_work_spread_of_captures_of_one_length(tmp_path: Path) -> None:
+    """The same 4 steps on both ranks, gemm 200 ns (rank 0) vs 300 ns (rank 1): captures 3,200 and 3,300 ns
+    (within 10%), work 800 vs 1,200 -> spread 400, 200 per GPU, 400 / 6,500 of GPU time (unchanged)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _plain_rank(0, 4, 200).save(run / "rank0.parquet")
+    _plain_rank(1, 4, 300).save(run / "rank1.parquet")
+    doc, failures = runs.analyze_run([run], workers=1, cache_dir=tmp_path / "cache")
+    assert failures == []
+    imbalance = doc["imbalance"]
+    assert imbalance["basis"] == "work_spread" and imbalance["reason"] is None
+    assert imbalance["work_spread_ns"] == 400 and imbalance["total_lost_ns"] == 400
+    assert imbalance["lost_ns"] == 200
+    assert imbalance["lost_fraction"] == pytest.approx(400 / 6500) and imbalance["verdict"] == "imbalanced"
+    causes = {c["cause"]: c for c in doc["diagnosis"]["causes"]}
+    assert doc["representative_rank"] == 0
+    assert causes["multi_gpu_imbalance"]["evidence"]["across_ranks_ns"] == 200
+    assert causes["multi_gpu_imbalance"]["share"] == pytest.approx(200 / 3200)
+
+
+def test_concurrent_streams_are_not_more_work(tmp_path: Path) -> None:
+    """Same 4 steps; rank 0 runs its 400 ns gemm on 8 streams at once, rank 1 on one. Both GPUs are busy
+    1,600 ns of a 3,400 ns capture: balanced. Summed kernel durations (12,800 vs 1,600) made it 5.6 us lost
+    per GPU, 165% of the span."""
+    run = tmp_path / "run"
+    run.mkdir()
+    _plain_rank(0, 4, 400, streams=8).save(run / "rank0.parquet")
+    _plain_rank(1, 4, 400).save(run / "rank1.parquet")
+    doc, failures = runs.analyze_run([run], workers=1, cache_dir=tmp_path / "cache")
+    assert failures == []
+    imbalance = doc["imbalance"]
+    assert imbalance["basis"] == "work_spread" and imbalance["work_spread_ns"] == 0
+    assert imbalance["lost_ns"] == 0 and imbalance["verdict"] == "balanced"
+    assert all(c["share"] <= 1.0 for c in doc["diagnosis"]["causes"])

@@ -74,7 +74,9 @@ def summary_items(doc: RunDocument | dict[str, Any], escape: Callable[[Any], str
         )
     else:
         items.append(("Straggler", "none found (no step or NCCL collective shared by two ranks)"))
-    if imbalance:
+    if imbalance and imbalance.get("lost_ns") is None and "lost_ns" in imbalance:
+        items.append(("Imbalance", f"not measured: {escape(imbalance.get('reason'))}"))
+    elif imbalance:
         items.append(
             (
                 "Imbalance",

@@ -8,11 +8,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..units import fmt_ns
+
 # A straggler is called significant when its mean lateness reaches this share of the reference interval
 # (the median step time, or the median interval between collectives).
 STRAGGLER_SIGNIFICANT_FRACTION = 0.05
 # The run is called imbalanced when the time lost to imbalance reaches this share of the summed GPU spans.
 IMBALANCE_SIGNIFICANT_FRACTION = 0.05
+# Without a matched collective, ranks' GPU work is compared only when their captures agree in length: the
+# shortest at least this share of the longest (a 10x longer capture holds 10x the work of a balanced job).
+CAPTURE_LENGTH_AGREEMENT = 0.9
 
 # Collective time that is waiting, at or above which a significant straggler is what collectives cost; at or
 # below TRANSFER_BOUND_WAIT_SHARE every participant spends its collective time transferring.
@@ -287,29 +292,55 @@ def _collective_verdict(result: dict[str, Any]) -> dict[str, Any]:
     return {"wait_share": share, "verdict": verdict}
 
 
+def capture_lengths(work: pd.DataFrame) -> dict[int, int]:
+    """Each rank's capture of GPU work: its first op's start to its last op's end over its GPUs (ns)."""
+    if work.empty or "first_ns" not in work:
+        return {}
+    by_rank = work.groupby("rank").agg(first=("first_ns", "min"), last=("last_ns", "max"))
+    return {int(r): int(row["last"] - row["first"]) for r, row in by_rank.iterrows()}
+
+
 def imbalance_analysis(work: pd.DataFrame, collectives: dict[str, Any], span_total_ns: int) -> dict[str, Any]:
     """Time lost to imbalance, per GPU (the mean over participants, comparable with one GPU's span, as the
     diagnosis compares it): the collective wait when NCCL collectives matched across participants (ranks
-    waiting for the slowest), else the spread of GPU work, (max work - work) per participant."""
+    waiting for the slowest), else the spread of GPU work, (max work - work) per participant. The work of
+    ranks whose captures differ in length (shortest under CAPTURE_LENGTH_AGREEMENT of the longest) measures
+    the captures, not a split of the work: without a matched collective ``lost_ns`` is then null, with a
+    ``reason``."""
     work_ns = work["work_ns"].astype("int64").to_numpy() if not work.empty else np.zeros(0, np.int64)
     spread = int((work_ns.max() - work_ns).sum()) if work_ns.size >= 2 else 0
     mean = float(work_ns.mean()) if work_ns.size else 0.0
     participants = max(int(collectives.get("participants") or 0), int(work_ns.size), 1)
+    lengths = capture_lengths(work)
+    reason = None
+    if len(lengths) >= 2 and min(lengths.values()) < CAPTURE_LENGTH_AGREEMENT * max(lengths.values()):
+        (short, s_ns), (long, l_ns) = (
+            min(lengths.items(), key=lambda kv: (kv[1], kv[0])),
+            max(lengths.items(), key=lambda kv: (kv[1], -kv[0])),
+        )
+        reason = (
+            f"the ranks' captures differ in length (rank {short}: {fmt_ns(s_ns)}, rank {long}: "
+            f"{fmt_ns(l_ns)}) and no NCCL collective matched across them: their GPU work cannot be compared"
+        )
+    total: int | None
     if collectives.get("matched"):
-        total, basis = int(collectives["wait_ns"]), "collective_wait"
+        total, basis, reason = int(collectives["wait_ns"]), "collective_wait", None
     elif work_ns.size >= 2:
-        total, basis = spread, "work_spread"
+        total, basis = (None, "work_spread") if reason else (spread, "work_spread")
     else:
         total, basis = 0, "single_participant"
-    fraction = total / span_total_ns if span_total_ns > 0 else 0.0
+    fraction = (total / span_total_ns if span_total_ns > 0 else 0.0) if total is not None else None
     return {
-        "lost_ns": int(round(total / participants)),
+        "lost_ns": int(round(total / participants)) if total is not None else None,
         "total_lost_ns": total,
         "basis": basis,
         "lost_fraction": fraction,
+        "reason": reason,
         "collective_wait_ns": int(collectives.get("wait_ns", 0)),
         "work_spread_ns": spread,
         "max_over_mean_work": float(work_ns.max() / mean) if mean > 0 else None,
         "participants": participants,
-        "verdict": "imbalanced" if fraction >= IMBALANCE_SIGNIFICANT_FRACTION else "balanced",
+        "verdict": None
+        if fraction is None
+        else ("imbalanced" if fraction >= IMBALANCE_SIGNIFICANT_FRACTION else "balanced"),
     }

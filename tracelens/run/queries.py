@@ -57,10 +57,17 @@ def query_collectives(events: RunEvents) -> pd.DataFrame:
 
 
 def query_gpu_work(events: RunEvents) -> pd.DataFrame:
-    """Per (rank, device): summed duration of kernels, copies and memsets other than NCCL kernels."""
+    """Per (rank, device): busy time of kernels, copies and memsets other than NCCL kernels (``work_ns``: the
+    length of the union of their intervals, so ops on concurrent streams count once, as in ``busy_ns``), their
+    count, and their first start and last end (table times: a capture's length is the same on any clock)."""
     return events.query("""
-        SELECT rank, device, sum(end_ns - start_ns) AS work_ns, count(*) AS ops
-        FROM events
-        WHERE kind IN ('kernel', 'memcpy', 'memset') AND device IS NOT NULL
-          AND NOT (kind = 'kernel' AND lower(coalesce(name, '')) LIKE '%nccl%')
-        GROUP BY rank, device ORDER BY rank, device""")
+        WITH ops AS (
+            SELECT rank, device, start_ns AS s, end_ns AS e,
+                   max(end_ns) OVER (PARTITION BY rank, device ORDER BY start_ns, end_ns
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS before_end
+            FROM events
+            WHERE kind IN ('kernel', 'memcpy', 'memset') AND device IS NOT NULL
+              AND NOT (kind = 'kernel' AND lower(coalesce(name, '')) LIKE '%nccl%'))
+        SELECT rank, device, sum(greatest(e - greatest(s, coalesce(before_end, s)), 0)) AS work_ns,
+               count(*) AS ops, min(s) AS first_ns, max(e) AS last_ns
+        FROM ops GROUP BY rank, device ORDER BY rank, device""")
