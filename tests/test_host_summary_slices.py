@@ -48,7 +48,10 @@ def reference_top(
     """_top_by_template as first written: a pandas groupby of the pairs and a stable sort."""
     text = pd.Series(labels, dtype=object).astype(str)
     distinct_names = pd.unique(text)
-    template = dict(zip(distinct_names, (name_template(n) for n in distinct_names), strict=True))
+    # an empty template (a null or empty name) is listed as "(no name)"
+    template = dict(
+        zip(distinct_names, (name_template(n) or "(no name)" for n in distinct_names), strict=True)
+    )
     bootstrap = text.map({n: is_thread_bootstrap(n) for n in distinct_names}).to_numpy(bool)
     pairs = pd.DataFrame({"kind": kind, "template": text.map(template), "total": totals, "count": counts})[
         ~bootstrap

@@ -176,7 +176,9 @@ def _plain_top_by_template(
         if is_thread_bootstrap(str(label)):
             bootstrap += count
             continue
-        group = groups.setdefault((k, name_template(str(label))), [0, 0, 0])
+        group = groups.setdefault(
+            (k, name_template(str(label)) or "(no name)"), [0, 0, 0]
+        )  # empty: "(no name)"
         group[0] += total
         group[1] += count
         group[2] += 1
