@@ -7,6 +7,10 @@ import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+
+from .. import intervals
+
 if TYPE_CHECKING:  # types only: tracelens.document imports without its TypedDicts (kimp17)
     from .types import Device, Document, Memcpy, Steps, StepStats, Summary, UtilizationByKind
 
@@ -26,16 +30,10 @@ def _device_sum(devices: list[Device], key: str) -> int | None:
 
 
 def windows_union(windows: Iterable[tuple[int, int]]) -> int:
-    """The length of the union of ``(start, end)`` windows (ns)."""
-    total, reached = 0, None
-    for start, end in sorted(windows):
-        if reached is None or start > reached:
-            total += end - start
-            reached = end
-        elif end > reached:
-            total += end - reached
-            reached = end
-    return total
+    """The length of the union of ``(start, end)`` windows (ns): :func:`intervals.union_length`, the union the
+    diagnosis span is (so n_eff's divisor is that span exactly)."""
+    pairs = np.array(list(windows), dtype=np.int64).reshape(-1, 2)
+    return intervals.union_length(pairs[:, 0], pairs[:, 1]) if pairs.size else 0
 
 
 def gpu_equivalents(spans: Sequence[int], union: int) -> float:
