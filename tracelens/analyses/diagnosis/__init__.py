@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from ... import intervals
+from ...document.summary import span_weighted
 from ...trace import Trace
 from .. import BY_KEY
 from .. import completeness as completeness_check
@@ -136,9 +137,7 @@ def busy_share(trace: Trace) -> float | None:
     timed = [b for b in device_busy(trace).values() if b.span_ns > 0]
     if not timed:
         return None
-    if len({b.span_ns for b in timed}) == 1:
-        return float(np.mean([b.busy_ns / b.span_ns for b in timed]))
-    return sum(b.busy_ns for b in timed) / sum(b.span_ns for b in timed)
+    return span_weighted([b.busy_ns for b in timed], [b.span_ns for b in timed])
 
 
 def gpu_span(trace: Trace) -> int:

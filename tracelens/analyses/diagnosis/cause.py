@@ -15,10 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import numpy as np
 
-from ...document.summary import gpu_equivalents
 from ...replay.engine import native_solver
 from ...trace import Trace
-from ..columns import DeviceBusy, event_columns
+from ..columns import DeviceBusy, busy_gpu_equivalents, event_columns
 from ..derived import memo
 from ..names import CPU, HOST_CATEGORY_PRIORITY, INPUT, LAUNCH, STARTUP
 from ..startup import host_categories, one_time_work
@@ -130,7 +129,7 @@ class Context:
         diagnosis span (the union of their windows). 1.0 exactly for one GPU, n exactly for n GPUs over one
         window; a GPU touched for a few microseconds adds next to nothing. Per-device quantities are summed and
         divided by it, so a cause's share of the span is its share of the GPUs' time."""
-        return gpu_equivalents([b.span_ns for b in self.busy.values()], self.span)
+        return busy_gpu_equivalents(self.busy)  # (self.span is gpu_span: the union of the same windows)
 
     def idle(self, category: str) -> dict[str, int]:
         """Idle time attributed to a host category, per device (keys are device ids as strings)."""

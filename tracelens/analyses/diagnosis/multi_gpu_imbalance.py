@@ -36,12 +36,16 @@ FIX = {
 MIN_SPAN_SHARE = 0.05
 
 
+def _spanning(ctx: Context) -> dict[int, int]:
+    """``{device: busy_ns}`` of the GPUs spanning at least MIN_SPAN_SHARE of the diagnosis span."""
+    return {d: b.busy_ns for d, b in ctx.busy.items() if b.span_ns >= MIN_SPAN_SHARE * ctx.span}
+
+
 def compared(ctx: Context) -> dict[int, int]:
     """``{device: busy_ns}`` of the compared GPUs: those spanning at least MIN_SPAN_SHARE of the diagnosis span;
     every GPU where fewer than two do (then nothing is lost within the trace)."""
-    busy = {d: b.busy_ns for d, b in ctx.busy.items()}
-    kept = {d: b.busy_ns for d, b in ctx.busy.items() if b.span_ns >= MIN_SPAN_SHARE * ctx.span}
-    return kept if len(kept) >= 2 else busy
+    kept = _spanning(ctx)
+    return kept if len(kept) >= 2 else {d: b.busy_ns for d, b in ctx.busy.items()}
 
 
 def within_trace(busy: dict[int, int], n: int) -> float:
@@ -52,7 +56,7 @@ def within_trace(busy: dict[int, int], n: int) -> float:
 
 def in_trace(ctx: Context) -> float:
     """The in-trace loss: :func:`within_trace` over the compared GPUs (0 with fewer than two of them)."""
-    kept = {d: b.busy_ns for d, b in ctx.busy.items() if b.span_ns >= MIN_SPAN_SHARE * ctx.span}
+    kept = _spanning(ctx)
     return within_trace(kept, len(kept))
 
 
