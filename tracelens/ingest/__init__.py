@@ -10,6 +10,7 @@ import gzip
 import importlib
 import os
 import zlib
+from codecs import BOM_UTF8
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ READERS = {
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _GZIP_MAGIC = b"\x1f\x8b"
 _PARQUET_MAGIC = b"PAR1"
-_UTF8_BOM = b"\xef\xbb\xbf"
 # Bytes near the start of a PyTorch profiler (Kineto) JSON that TensorFlow's trace JSON never has: the
 # header keys Kineto writes before traceEvents, or the category of its first events.
 _KINETO_MARKERS = (
@@ -93,7 +93,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if head.startswith(_PARQUET_MAGIC):
         return "parquet"
     stripped = head.removeprefix(
-        _UTF8_BOM
+        BOM_UTF8
     ).lstrip()  # a byte-order mark before JSON text may be ignored (RFC 8259)
     if stripped[:1] in (b"{", b"["):
         if (

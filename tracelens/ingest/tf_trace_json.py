@@ -16,6 +16,7 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from codecs import BOM_UTF8
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -60,7 +61,7 @@ def _load_json(path: Path) -> dict[str, Any]:
         with open(path, "rb") as plain:
             gzipped = plain.read(2) == b"\x1f\x8b"  # a trace JSON saved uncompressed is read as it is
         with gzip.open(path, "rb") if gzipped else open(path, "rb") as fh:
-            data = msgspec.json.decode(fh.read().removeprefix(b"\xef\xbb\xbf"))  # a byte-order mark: ignored
+            data = msgspec.json.decode(fh.read().removeprefix(BOM_UTF8))  # a byte-order mark: ignored
     except (OSError, EOFError, zlib.error) as err:
         raise InputError(f"not a readable gzip file ({err})", path=path) from None
     except msgspec.DecodeError as err:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mmap
 import re
+from codecs import BOM_UTF8
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -54,9 +55,6 @@ class _Ring:
         self.buffers = []
 
 
-UTF8_BOM = b"\xef\xbb\xbf"
-
-
 def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> Iterator[Any]:
     """The file's (inflated) bytes in blocks of ``block_bytes``, the last one shorter: with a ring, each full
     block is the ring's next buffer (the last, short one a bytes copy), so that the ~400 MB of a large trace are
@@ -89,10 +87,10 @@ def _blocks(path: Path, progress: Any, block_bytes: int, ring: _Ring | None) -> 
                 return
             if first:
                 first = False
-                if block[: len(UTF8_BOM)] == UTF8_BOM:
+                if block[: len(BOM_UTF8)] == BOM_UTF8:
                     # a byte-order mark before the JSON text (RFC 8259 lets a parser ignore it): the text begins
                     # after it; this first block is copied once (not a ring buffer any more)
-                    block = bytes(block[len(UTF8_BOM) :])
+                    block = bytes(block[len(BOM_UTF8) :])
             position = raw.tell()
             progress.advance(position - done)
             done = position
