@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from . import __version__
+from . import __version__, blas_threads
 from .errors import TracelensError
 
 if TYPE_CHECKING:
@@ -517,6 +517,7 @@ def entry() -> int:
     files are closed and its output written; the interpreter flushes stdout whatever the collector does).
     Where nothing else runs, the process then ends without the interpreter's teardown (:func:`_exit_at_once`)."""
     warnings.showwarning = _show_warning
+    blas_threads.one_thread()  # (before numpy is imported: blas_threads.py)
     status = main()
     gc.freeze()
     _exit_at_once(status)

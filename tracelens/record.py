@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from .blas_threads import user_environment
 from .errors import InputError, ToolMissingError, UsageError
 
 NSYS_TRACE = "cuda,nvtx,osrt,cudnn,cublas"
@@ -78,8 +79,8 @@ def _run_to_stderr(argv: list[str]) -> subprocess.CompletedProcess:
     except (AttributeError, OSError, ValueError):
         fd = None
     if fd is not None:
-        return subprocess.run(argv, stdout=fd, stderr=fd)
-    done = subprocess.run(argv, capture_output=True, text=True, errors="replace")
+        return subprocess.run(argv, stdout=fd, stderr=fd, env=user_environment())
+    done = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=user_environment())
     sys.stderr.write(done.stdout + done.stderr)
     return done
 
