@@ -5,12 +5,17 @@
   sync was issued before it whatever the unlaunched ops before it started at. Before, each op's issue time was
   the running max of the stream's issue times, an unlaunched op's own start among them: on h100x2_fastvideo_window
   (424 ms of work queued before the window on each device) a 428 ms cudaStreamSynchronize waited for an op that
-  ended 424 ms before it returned, and the wait read as its own cost."""
+  ended 424 ms before it returned, and the wait read as its own cost;
+- a stream sync whose recorded device runs no such stream: CUPTI records a synchronization's context and stream,
+  Nsight's deviceId beside them was 0 on every row of that export, context 2's (device 1) too, so device 1's four
+  stream syncs (428 ms of the host's time) had no wait at all and read as host work on the critical path."""
 
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
+
+import numpy as np
 
 from tests.nsys_handmade_export import US, nsys_export
 from tracelens.ingest import load
@@ -64,3 +69,19 @@ def test_a_sync_waits_for_the_copy_launched_before_it_behind_unlaunched_work(tmp
         "copies": 100 * US,
         "communication": 0,
     }
+
+
+def test_a_stream_sync_recorded_on_the_wrong_device_waits_on_its_stream(tmp_path: Path) -> None:
+    """K0 on device 0 stream 7 [0, 50] µs (unlaunched); A1 launches K1 on device 1 stream 15 [10, 510]; S =
+    cudaStreamSynchronize [20, 515], its SYNCHRONIZATION row naming device 0 (which runs no stream 15) and stream
+    15. S waits for K1's end (lag 5), the stream on the device of its thread's launch; before, none."""
+    path = nsys_export(
+        tmp_path / "sync_wrong_device.sqlite",
+        [(LAUNCH, 0, 5, 31, None), (STREAM_SYNC, 20, 515, 32, None)],
+        [("kernel", 60, 0, 7, 0, 50), ("kernel", 31, 1, 15, 10, 510)],
+        syncs=[(32, 0, 15, STREAM_SYNCHRONIZE, 21, 514)],
+    )
+    _, g = _graph(path)
+    assert _waits(g) == [(510, 515, 5)]
+    assert int(g.op_device[np.flatnonzero(g.op_end == g.edge_src[g.edge_is_wait][0])[0]]) == 1
+    assert g.call_waited.tolist() == [False, True]

@@ -47,6 +47,7 @@ def sync_waits(
     recorded_dev, recorded_stream = _recorded_sync_targets(
         cols, call_row[sync_calls], cs[sync_calls], ce[sync_calls], syncs=syncs
     )
+    recorded_dev = _stream_devices(recorded_dev, recorded_stream, sync_dev, op_dev, op_stream, launches)
     sync_dev = np.where(recorded_dev >= 0, recorded_dev, sync_dev)
     for members, issued in launches.streams:  # a loop over streams
         dev, stream = op_dev[members[0]], op_stream[members[0]]
@@ -55,6 +56,39 @@ def sync_waits(
         good = k >= 0
         parts[0].append(op_end_pt[members[k[good]]])
         parts[1].append(2 * sync_calls[mine[good]] + 1)
+
+
+def _stream_devices(
+    recorded_dev: np.ndarray,
+    recorded_stream: np.ndarray,
+    launch_dev: np.ndarray,
+    op_dev: np.ndarray,
+    op_stream: np.ndarray,
+    launches: LaunchOrder,
+) -> np.ndarray:
+    """The device of each recorded stream sync: the recorded one where an op of the trace runs on that (device,
+    stream); else the device of the call's thread's last launch where that device runs the stream; else the one
+    device that runs it. CUPTI's synchronization record names the context and stream, not the device: Nsight's
+    deviceId column beside them can be wrong (h100x2_fastvideo_window: 0 on every row, the 122 of context 2 too,
+    whose 2,184 ops all run on device 1), which left the stream syncs of device 1 without any wait."""
+    stream_sync = recorded_stream >= 0
+    if not stream_sync.any():
+        return recorded_dev
+    pairs = np.array(
+        [(op_dev[m[0]], op_stream[m[0]]) for m, _ in launches.streams], np.int64
+    )  # (a few streams)
+    if pairs.size == 0:
+        return recorded_dev
+    out = recorded_dev.copy()
+    for i in np.flatnonzero(stream_sync):  # a loop over the stream syncs whose device is checked: few
+        runs = pairs[pairs[:, 1] == recorded_stream[i], 0]
+        if runs.size == 0 or recorded_dev[i] in runs:
+            continue
+        if launch_dev[i] in runs:
+            out[i] = launch_dev[i]
+        elif runs.size == 1:
+            out[i] = runs[0]
+    return out
 
 
 class LaunchOrder:
