@@ -84,6 +84,7 @@ def random_graph(seed: int, n_chains: int, max_len: int, edge_share: float, skew
         call_thread=zeros,
         call_name=zeros,
         call_waits=np.zeros(0, bool),
+        call_queued=np.zeros(0, bool),
         call_waited=np.zeros(0, bool),
         call_is_sync=np.zeros(0, bool),
         call_is_marker=np.zeros(0, bool),

@@ -61,7 +61,7 @@ def replay_error_fields(g: Graph, recorded: Timed, base: Timed, typical: Timed) 
     its median) against the recording."""
     return {
         "points": int(g.size),
-        "blocking_calls": int(g.call_waits.sum()),
+        "blocking_calls": int((g.call_waits | g.call_queued).sum()),
         **outcome_errors(recorded, base),
         "model_span_error": relative(typical.span_ns, recorded.span_ns),
         "model_step_error": relative(typical.step_ns, recorded.step_ns),

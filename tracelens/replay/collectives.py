@@ -10,7 +10,8 @@ What makes computation wait for a collective in the graph, and what the remedy d
   stream; a completion nothing on the host waits for does not count in the replayed span);
 - computation on another stream waits for the collective's event (``cudaStreamWaitEvent``): that event edge
   goes, as if the collective had been issued early enough (prefetched) for the computation not to wait;
-- host calls that wait for a collective keep waiting for its completion.
+- host calls that wait for a collective keep waiting for its completion (a launch blocked on a full command
+  buffer keeps waiting for the start of the op that released it: it waits for no completion).
 A collective keeps its own transfer time (no slowdown from sharing the SMs and memory with computation), and
 placeholders of consecutive collectives on one stream do not queue behind each other: an upper bound.
 """
@@ -89,7 +90,8 @@ def placeholder_waits(g: Graph, ph_end: np.ndarray) -> tuple[np.ndarray, np.ndar
     """What waits for each placeholder's completion: the host waits on it, and the first host wait on a later op of
     its stream (points of a stream are stored in stream order). (the wait edges, sorted by source; per placeholder
     end the first wait source at or after it, -1 where none; whether that source is on the placeholder's stream)."""
-    waits = np.flatnonzero(g.edge_is_wait)
+    # (a queue wait, a launch blocked on a full command buffer, waits for an op's start, not for a completion)
+    waits = np.flatnonzero(g.edge_is_wait & ~g.queue_wait_edges())
     w_src = g.edge_src[waits]
     order = np.argsort(w_src, kind="stable")
     waits, w_src = waits[order], w_src[order]

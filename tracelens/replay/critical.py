@@ -2,7 +2,8 @@
 
 Each point on the path owns the time between its setter and itself, in one category:
     host            the host's work between calls, a non-blocking call's own time, a launch's latency
-    sync_waits      a blocking call's own cost and its wake-up after what it waited for
+    sync_waits      a blocking call's own cost and its wake-up after what it waited for (a launch blocked on a
+                    full command buffer included: its end waits for the GPU to take queued work)
     kernels         a kernel's run (and a stream's gap before a queued op)
     copies          a memcpy or memset
     communication   a collective kernel (NCCL/RCCL)

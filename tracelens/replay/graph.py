@@ -15,7 +15,9 @@ start1, end1, ...) and one per (device, stream). A point's time is
 - wait edge: a blocking call's end follows the end of what it waits for: an explicit synchronize waits for
   the last op launched before it on every stream of its device (its stream only, where the trace records a
   stream sync); a synchronous copy (a ``cudaMemcpy``-style call, or any copy from or to pageable host memory)
-  waits for its own copy;
+  waits for its own copy; a launch the trace shows blocked on a full command buffer (an Nsight overhead row
+  inside the call) waits for the *start* of the op that released it (queue_waits.py): its end follows the GPU
+  taking queued work, not a fixed host cost;
 - collective edge: the kernels of one collective on the devices that take part (NCCL/RCCL kernels matched as
   run/crossrank.py matches them across ranks: the same kernel name, the same ordinal among that name's kernels
   on each device, present on every device that runs that name) end together: each participant's end follows
@@ -27,7 +29,8 @@ start1, end1, ...) and one per (device, stream). A point's time is
 
 Lags come from the recording: the edge that set a point's time (the latest of its sources) keeps the
 recorded delay (a launch's own latency, an op's own gap behind its stream predecessor, a sync's own wake-up);
-the others get the device's typical value of that edge kind (capped by the recorded delay), so replaying the
+the others get the device's typical value of that edge kind (capped by the recorded delay; a queue wait's typical
+return is the median of the queue waits', apart from the syncs' and copies'), so replaying the
 graph unchanged puts every point back where it was recorded, and what it cannot order (a start before its
 launch, an op overlapping its stream predecessor, a sync ending before what it waits for) shows up as
 replay error. Anchors: a chain's first point with no cross edge, and a GPU op whose launch call the trace
@@ -37,7 +40,7 @@ lacks, keep their recorded time (nothing is known about what issued them).
 parts it hands those arrays to are modules beside this one: the host calls, their points and the ops' launch calls
 (host_calls.py), the calls' name rules (call_names.py), the typical lags (typical_lags.py), the event waits and
 the synchronizations' waits with the launch order and recorded synchronizations they share (wait_edges.py), the
-collectives (collective_edges.py) and the wake-ups (wake_edges.py). What they all read, ``NONE`` and the point
+launches blocked on a full command buffer (queue_waits.py), the collectives (collective_edges.py) and the wake-ups (wake_edges.py). What they all read, ``NONE`` and the point
 kinds, is points.py (re-exported here, where the graph's users import them).
 """
 
@@ -67,6 +70,7 @@ from .points import NONE as NONE
 from .points import kind_code
 from .points import point_index_type as point_index_type
 from .points import unique_ints as unique_ints
+from .queue_waits import queue_waits
 from .typical_lags import DEFAULT_SYNC_OWN_NS, DEFAULT_WAKE_NS, typical_lags
 from .wait_edges import LaunchOrder, SyncRows, event_waits, sync_waits
 from .wake_edges import wake_edges
@@ -80,7 +84,8 @@ class Graph:
     first point), ``anchor`` (a lower bound that is not an edge: the recorded time of anchored points, else NONE),
     ``row`` (the event row; ``chain`` and ``row`` int32 where they fit). Points of a chain are stored contiguously
     in chain order, chains one after another. Cross edges: ``edge_src`` -> ``edge_dst`` with ``edge_lag``,
-    ``edge_is_wait`` (a blocking call's end on what it waits for; else a launch).
+    ``edge_is_wait`` (a blocking call's end on what it waits for; else a launch; :meth:`queue_wait_edges` tells the
+    queue waits among them).
     Per host call ``c`` (``call_*``): its start point is ``2c`` of the host points, i.e. ``call_start[c]``.
     Per GPU op ``o`` (``op_*``): start/end points, ``op_launch_call`` (-1 unlaunched), duration, copy facts.
     """
@@ -107,8 +112,10 @@ class Graph:
     call_row: np.ndarray
     call_thread: np.ndarray  # thread code
     call_name: np.ndarray  # name code
-    call_waits: np.ndarray  # bool: has wait edges
-    call_waited: np.ndarray  # bool: recorded end was set by what it waits for
+    call_waits: np.ndarray  # bool: has wait edges of an explicit host wait (a sync, a blocking copy)
+    # bool: a launch the trace shows blocked on a full command buffer (has queue wait edges, from GPU op starts)
+    call_queued: np.ndarray
+    call_waited: np.ndarray  # bool: recorded end was set by what it waits for (an explicit or a queue wait)
     call_is_sync: np.ndarray  # an explicit synchronize (not a copy)
     call_is_marker: np.ndarray  # a step marker's start (a zero-length point, not a call)
     thread_keys: np.ndarray  # thread code -> thread_key(pid, tid)
@@ -144,6 +151,12 @@ class Graph:
         queued = ~self.chain_first[self.op_start]
         lag[self.op_start[queued]] = self.op_stream_typical[queued]
         return lag
+
+    def queue_wait_edges(self) -> np.ndarray:
+        """Per edge, a queue wait (a launch blocked on a full command buffer <- the op start that released it): in
+        the graph :func:`build` makes, the only wait edges that leave an op's start (the others leave an op's end;
+        the communication remedy's re-sourced waits aside, which nothing reads this of)."""
+        return self.edge_is_wait & (self.kind[self.edge_src] == GPU_START)
 
     def with_changes(self, **arrays: Any) -> Graph:
         """A copy with some arrays replaced (the others shared: remedies never write in place)."""
@@ -443,6 +456,13 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
             launches,
             syncs,
         )
+    # launches blocked on a full command buffer -> the op start that released each block (the last wait edges)
+    q_op, q_call, q_blocked = queue_waits(
+        cols, (call_thread, thread_keys, cs, ce, call_is_marker), (op_dev, os_), launches
+    )
+    n_queue_waits = int(q_op.size)
+    w_src_parts.append(op_start_pt[q_op])
+    w_dst_parts.append(2 * q_call + 1)
     w_src = np.concatenate(w_src_parts).astype(np.int64) if w_src_parts else np.zeros(0, np.int64)
     w_dst = np.concatenate(w_dst_parts).astype(np.int64) if w_dst_parts else np.zeros(0, np.int64)
     # (the ops' streams, starts and launch starts, their stream codes and launch orders are not read past here)
@@ -454,37 +474,56 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     k_src, k_dst, k_lag = wake_edges(cols, cs, ce, call_thread, thread_keys, first_call, host_lag)
     host_anchor[k_dst] = NONE  # a thread's first call woken by another thread moves with it
 
-    # which wait binds: the latest-ending awaited op, and only if it ended after the call started
+    # which wait binds: the latest awaited point (an op's end; a queue wait's releasing op's start), and only if it
+    # came after the call started
     call_waits = np.zeros(n_calls, bool)
+    call_queued = np.zeros(n_calls, bool)
     call_waited = np.zeros(n_calls, bool)
     w_lag = np.zeros(w_src.size, np.int64)
+    w_typical = np.zeros(w_src.size, np.int64)
+    wake_typ, queue_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
     if w_src.size:
         dst_call = (w_dst - 1) // 2
         ready = time[w_src]
-        # the latest awaited end per waiting call (among those calls only: no call-sized array)
+        is_queue = np.arange(w_src.size) >= w_src.size - n_queue_waits
+        # the latest awaited point per waiting call (among those calls only: no call-sized array)
         waiting, at_waiting = unique_ints(dst_call, return_inverse=True)
         latest = np.full(waiting.size, NONE, np.int64)
         np.maximum.at(latest, at_waiting, ready)
-        call_waits[waiting] = True
+        call_waits[dst_call[~is_queue]] = True
+        call_queued[dst_call[is_queue]] = True
         waited = latest > cs[waiting]
         call_waited[waiting[waited]] = True
         residual = ce[dst_call] - ready
         binds = (ready == latest[at_waiting]) & waited[at_waiting]
-        wake_typ = int(np.median(np.maximum(residual[binds], 0))) if binds.any() else DEFAULT_WAKE_NS
+        # the typical return after what a call waited for: the syncs' and copies' apart from the queue waits' (a
+        # launch resuming once the GPU took queued work), each the median of its binding waits
+        sync_binds, queue_binds = binds & ~is_queue, binds & is_queue
+        if sync_binds.any():
+            wake_typ = int(np.median(np.maximum(residual[sync_binds], 0)))
+        if queue_binds.any():
+            queue_typ = int(np.median(np.maximum(residual[queue_binds], 0)))
+        w_typical = np.where(is_queue, queue_typ, wake_typ)
         # A copy call may return before its own copy ends (pageable host-to-device: once the last chunk is
         # staged): that lead is kept; a synchronize ending before what it waits for is an inconsistency (clipped,
         # so it shows as replay error).
         own_copy = np.arange(w_src.size) < n_copy_waits
         w_lag = np.where(
-            binds, np.where(own_copy, residual, np.maximum(residual, 0)), np.clip(residual, 0, wake_typ)
+            binds, np.where(own_copy, residual, np.maximum(residual, 0)), np.clip(residual, 0, w_typical)
         )
+        explicit_waited = call_waits & call_waited
         not_waited = call_waits & ~call_waited
-        own_typ = int(np.median(ce[not_waited] - cs[not_waited])) if not_waited.any() else DEFAULT_SYNC_OWN_NS
-        # a call whose end a wait set: its own cost is the typical cost of one that did not wait
+        if not_waited.any():
+            own_typ = int(np.median(ce[not_waited] - cs[not_waited]))
+        # a call whose end an explicit wait set: its own cost is the typical cost of one that did not wait
         # (host_lag[1::2] holds ce - cs: lowered in place where the call waited)
-        np.minimum(host_lag[1::2], own_typ, out=host_lag[1::2], where=call_waited)
-    else:
-        wake_typ, own_typ = DEFAULT_WAKE_NS, DEFAULT_SYNC_OWN_NS
+        np.minimum(host_lag[1::2], own_typ, out=host_lag[1::2], where=explicit_waited)
+        # a blocked launch whose end a queue wait set: its own cost is its time outside its blocks
+        if n_queue_waits:
+            blocked = np.bincount(q_call, weights=q_blocked, minlength=n_calls).astype(np.int64)
+            outside = np.maximum(ce - cs - blocked, 0)
+            np.minimum(host_lag[1::2], outside, out=host_lag[1::2], where=call_queued & call_waited)
+    del q_op, q_call, q_blocked
 
     # the edges, kind by kind: launch, event, wait, wake, collective (each kind's parts let go once joined: the
     # next joined array takes their pages)
@@ -495,9 +534,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     del l_dst, v_dst
     edge_lag = np.concatenate([l_lag, v_lag, w_lag, k_lag, c_lag]).astype(np.int64, copy=False)
     del l_lag, v_lag
-    edge_typical = np.concatenate(
-        [l_typical, v_typical, np.full(n_w, wake_typ, np.int64), k_lag, c_lag]
-    ).astype(np.int64, copy=False)
+    edge_typical = np.concatenate([l_typical, v_typical, w_typical, k_lag, c_lag]).astype(
+        np.int64, copy=False
+    )
     del l_typical, v_typical
     graph = Graph(
         time=time,
@@ -526,6 +565,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         call_thread=call_thread,
         call_name=call_names,
         call_waits=call_waits,
+        call_queued=call_queued,
         call_waited=call_waited,
         call_is_sync=is_sync,
         call_is_marker=call_is_marker,
@@ -545,6 +585,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
             "launch": launch_typ,
             "stream": stream_typ,
             "wake": {-1: wake_typ},
+            "queue_wake": {-1: queue_typ},
             "sync_own": {-1: own_typ},
         },
     )

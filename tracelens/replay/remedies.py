@@ -27,7 +27,6 @@ from ..analyses.startup import FIRST_API, LONG_LAUNCH, host_categories, one_time
 from ..analyses.step_arrays import step_window_arrays
 from ..gpu_specs import device_links
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
-from ..values import sorted_distinct
 from .call_names import lower_is, text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
@@ -330,8 +329,10 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
         return None, ""
     keep = ctx.input_overlap if ctx.has_input_waits else 0  # input time stays: a graph does not load data
     lag = g.lag.copy()
-    collapse = ctx.is_host & ~g.chain_first  # the host points but chain heads and waited calls' ends
-    collapse[g.call_end[g.call_waited]] = False
+    # the host points but chain heads and the ends of calls an explicit wait set (a launch blocked on a full command
+    # buffer is launch work: captured too, its queue wait kept)
+    collapse = ctx.is_host & ~g.chain_first
+    collapse[g.call_end[g.call_waited & g.call_waits]] = False
     np.minimum(lag, keep, out=lag, where=collapse)  # in place at those points: no masked copies
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
@@ -350,27 +351,33 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     edge_lag = g.edge_lag.copy()
     edge_lag[g.edge_is_wake] = 0
     region_text = "step" if int(ctx.step_of.max(initial=-1)) >= 0 else "trace window (no steps)"
+    queued = int(g.call_queued.sum())
+    queue_text = (
+        f" The {queued:,} launches the trace shows blocked on a full command buffer still wait for the GPU to take "
+        "queued work (a graph's work goes through the same queue)."
+        if queued
+        else ""
+    )
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({head_points.size:,} graphs): the host's framework and launch work (everything "
         f"but input waits and blocking waits, host time with nothing recorded and one-time work included) is "
         f"replaced by one graph launch each, costing {how}; the GPU runs the same ops with the same durations, back "
         f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs and input "
-        f"waits stay."
+        f"waits stay.{queue_text}"
     )
 
 
 def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     """(explicit syncs and small read-backs: the synchronization remedy's calls; other blocking copies: the
-    memcpy remedy's), as bool masks over calls (read only: :attr:`Context.blocking_calls`, found once)."""
+    memcpy remedy's), as bool masks over calls (read only: :attr:`Context.blocking_calls`, found once). Calls with
+    an explicit wait only (``call_waits``): a launch blocked on a full command buffer is neither remedy's."""
     g = ctx.graph
     n = g.call_row.size
     readback = np.zeros(n, bool)
     big_copy = np.zeros(n, bool)
     waits_on_copy = g.op_is_copy & (g.op_launch_call >= 0)
-    wait_dst_calls = sorted_distinct((g.edge_dst[g.edge_is_wait] - 1) // 2)
-    is_blocking = np.zeros(n, bool)
-    is_blocking[wait_dst_calls] = True
+    is_blocking = g.call_waits
     if waits_on_copy.any():
         cols = event_columns(ctx.trace)
         rows = g.op_row[waits_on_copy]
@@ -386,10 +393,11 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _drop_waits(ctx: Context, calls: np.ndarray, lag: np.ndarray | None = None) -> Graph:
-    """The graph with the wait edges of ``calls`` (bool mask) removed and their ends at their own cost."""
+    """The graph with the explicit wait edges of ``calls`` (bool mask) removed and their ends at their own cost (a
+    queue wait stays: the call still enqueues its work)."""
     g = ctx.graph
     dst_call = np.where(g.edge_is_wait, (g.edge_dst - 1) // 2, 0)
-    drop = g.edge_is_wait & calls[dst_call]
+    drop = g.edge_is_wait & calls[dst_call] & ~g.queue_wait_edges()
     keep = ~drop
     lag = g.lag.copy() if lag is None else lag
     own = g.typical["sync_own"][-1]

@@ -52,6 +52,7 @@ _FIXED = (
     "call_thread",
     "call_name",
     "call_waits",
+    "call_queued",
     "call_waited",
     "call_is_sync",
     "call_is_marker",
@@ -259,6 +260,7 @@ class RunReplay:
                 "call_thread": cat("call_thread", self.thread_off),
                 "call_name": cat("call_name"),  # per-rank name codes: meaningful with the call's rank only
                 "call_waits": cat("call_waits"),
+                "call_queued": cat("call_queued"),
                 "call_waited": cat("call_waited"),
                 "call_is_sync": cat("call_is_sync"),
                 "call_is_marker": cat("call_is_marker"),
