@@ -5,7 +5,8 @@ blocks until the GPU takes queued work. CUPTI records each such block as an over
 ``CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL`` carrying the correlation id of the API call it sits in (Nsight:
 table CUPTI_ACTIVITY_KIND_OVERHEAD, named "Command Buffer Full"); tracelens reads it as a host row of kind
 ``overhead`` on the call's thread, inside the call, which is how it is matched to its call here (no correlation id
-is read for overhead rows). The Kineto and xplane readers record no such rows.
+is read for overhead rows). A Kineto trace puts its overhead events on a profiler lane of their own (pid -1),
+inside no host call, and xplane records none: no queue waits there.
 
 A blocked call waits for the GPU op whose start released it: the latest op start on the call's device at or
 before the block's end, taken only where it lies inside the block (an op the GPU started while the call was
