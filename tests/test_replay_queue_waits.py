@@ -162,3 +162,47 @@ def test_h100x2_window_critical_path_runs_through_the_copies() -> None:
     assert path["ns"]["copies"] > path["length_ns"] / 2
     error = whatif(trace)["replay_error"]
     assert abs(error["span_error"]) < 1e-3
+
+
+@pytest.mark.skipif(not H100X2.exists(), reason="../shared/traces/nsys/h100x2_fastvideo_window not present")
+def test_h100x2_window_host_follows_faster_copies() -> None:
+    """Each device's thread ends the window with 261 ms of launches blocked on a full command buffer behind its copies
+    (after its last cudaStreamSynchronize). With every copy at half its time, the replayed host ends that stretch
+    when the GPU does: half the copy time plus the kernel and memset time its device ran after the sync (a direct
+    SQL sum), to within 2%; with the blocks as host work it kept the recorded 261 ms."""
+    db = sqlite3.connect(f"file:{H100X2}?mode=ro", uri=True)
+    expected = {}
+    for dev in (0, 1):
+        (sync_end,) = db.execute(
+            "SELECT max(r.end) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+            "WHERE s.value LIKE 'cudaStreamSynchronize%' AND r.globalTid IN (SELECT r2.globalTid FROM "
+            "CUPTI_ACTIVITY_KIND_RUNTIME r2 JOIN CUPTI_ACTIVITY_KIND_KERNEL k ON k.correlationId = r2.correlationId "
+            "AND k.globalPid = (r2.globalTid / 16777216) * 16777216 WHERE k.deviceId = ?)",
+            (dev,),
+        ).fetchone()
+        copies, others = (
+            sum(
+                db.execute(
+                    f"SELECT coalesce(sum(end - start), 0) FROM CUPTI_ACTIVITY_KIND_{table} "
+                    "WHERE deviceId = ? AND start >= ?",
+                    (dev, sync_end),
+                ).fetchone()[0]
+                for table in tables
+            )
+            for tables in (("MEMCPY",), ("KERNEL", "MEMSET"))
+        )
+        expected[dev] = copies / 2 + others
+    db.close()
+    g = build(_load(H100X2))
+    lag = g.lag.copy()
+    lag[g.op_end[g.op_is_copy]] //= 2
+    t = solve(g.with_changes(lag=lag))
+    for dev, want in expected.items():
+        (thread,) = np.unique(g.call_thread[g.op_launch_call[(g.op_device == dev) & (g.op_launch_call >= 0)]])
+        calls = np.flatnonzero(g.call_thread == thread)
+        last_sync, last = calls[g.call_is_sync[calls]][-1], calls[-1]
+        assert g.call_queued[last]
+        recorded = int(g.time[g.call_end[last]] - g.time[g.call_end[last_sync]])
+        replayed = int(t[g.call_end[last]] - t[g.call_end[last_sync]])
+        assert recorded > 1.9 * want
+        assert abs(replayed - want) < 0.02 * want, (dev, replayed, want)
