@@ -292,6 +292,18 @@ typedef struct {
 } FlowTemplate;
 #endif
 
+/* A name the block has coded (read_name): the first NAME_KEY_BYTES bytes after its opening quote (the name's,
+ * and for a shorter one its closing quote and what follows it: Kineto's pid and tid), where its first
+ * occurrence is, its length and its code in tables[S_NAME]. Empty: all zero (no NAME_KEY_BYTES after a quote
+ * are all NUL with a quote first). */
+#define NAME_SET_BITS 8
+#define NAME_KEY_BYTES 16
+typedef struct {
+    uint64_t key[NAME_KEY_BYTES / 8];
+    const unsigned char *text;
+    int32_t length, code;
+} NameSlot;
+
 typedef struct {
     const unsigned char *p, *end;
     double *floats[N_ROW_FLOATS]; /* a column per row float field, one value per complete event: the reader
@@ -330,6 +342,8 @@ typedef struct {
     FlowTemplate flow_templates[1 << FLOW_SET_BITS][2]; /* flow_template_skip's: two ways a set */
 #endif
     int64_t flow_template_hits; /* the flow events it took (for tests: _flow_templates) */
+    NameSlot names[1 << NAME_SET_BITS]; /* read_name's: one a set */
+    int64_t name_hits;                  /* the names it took (for tests: _name_cache) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -1482,6 +1496,62 @@ static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out, int *known)
     return read_text_or_null(s, out);
 }
 
+/* read_text_or_null for the "name" of a complete event in Kineto's member order. Names repeat (a block of
+ * 1.5 MB holds ~30K rows and ~170 distinct names), and each was scanned for its closing quote, hashed and
+ * compared with its table's slot, three passes over its bytes, where the string that comes is most often one
+ * the block has already coded. So the 16 bytes after the quote find a slot (the last name coded that begins
+ * with them, or, shorter, that ends within them before the same bytes); when the rest of that name's bytes
+ * and a closing quote follow too, the bytes at s->p are exactly that string, which scan_string then reads
+ * as the same span (the slot's name was a plain one: ASCII without escapes or control characters, so its
+ * first stop is that quote) and span_code then codes as the slot's code (the same bytes, the same table):
+ * *code gets it (else -1: scan_event codes the span as before, and the slot learns it). name_cache_enabled:
+ * off for tests (scan_events' output the same). */
+static int name_cache_enabled = 1;
+static int64_t name_cache_hits; /* summed over the scanners as they finish */
+
+static inline ALWAYS_INLINE NameSlot *name_slot(Scanner *s, const uint64_t *w) {
+    /* one multiply: its top bits mix all of the second word, the first word's top bytes carried in */
+    return &s->names[(w[0] + w[1] * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - NAME_SET_BITS)];
+}
+
+static inline ALWAYS_INLINE int read_name(Scanner *s, Span *out, int32_t *code) {
+    const unsigned char *p = s->p;
+    *code = -1;
+    if (name_cache_enabled && s->end - p > 2 * NAME_KEY_BYTES && *p == '"') {
+        uint64_t w[NAME_KEY_BYTES / 8], differ = 0;
+        for (int i = 0; i < NAME_KEY_BYTES / 8; i++) w[i] = load_64(p + 1 + 8 * i);
+        const NameSlot *slot = name_slot(s, w);
+        for (int i = 0; i < NAME_KEY_BYTES / 8; i++) differ |= slot->key[i] ^ w[i];
+        int32_t n = slot->length;
+        /* n < NAME_KEY_BYTES: the key holds the closing quote (checked again below); else the bytes after it */
+        if (differ == 0 && s->end - p > (Py_ssize_t)n + 1 && p[n + 1] == '"' &&
+            (n <= NAME_KEY_BYTES ||
+             same_text(p + 1 + NAME_KEY_BYTES, slot->text + NAME_KEY_BYTES, n - NAME_KEY_BYTES))) {
+            out->text = p + 1;
+            out->length = n;
+            out->flags = SPAN_PRESENT;
+            *code = slot->code;
+            s->p = p + n + 2;
+            s->name_hits++;
+            return OK;
+        }
+    }
+    return read_text_or_null(s, out);
+}
+
+/* A plain name (SPAN_PRESENT only) scan_event has just coded: its slot learns it (NAME_KEY_BYTES readable from
+ * its first byte). */
+static inline ALWAYS_INLINE void learn_name(Scanner *s, Span name, int32_t code) {
+    uint64_t w[NAME_KEY_BYTES / 8];
+    if (name.flags != SPAN_PRESENT || s->end - name.text < NAME_KEY_BYTES) return;
+    for (int i = 0; i < NAME_KEY_BYTES / 8; i++) w[i] = load_64(name.text + 8 * i);
+    NameSlot *slot = name_slot(s, w);
+    for (int i = 0; i < NAME_KEY_BYTES / 8; i++) slot->key[i] = w[i];
+    slot->text = name.text;
+    slot->length = name.length;
+    slot->code = code;
+}
+
 /* The value of a member of scan_args's expected sequence, its key matched: read as the loop reads it. */
 #define ARGS_MEMBER_VALUE(read)                                              \
     do {                                                                     \
@@ -1974,6 +2044,9 @@ static int scan_event(Scanner *s) {
      * span is still that one (a later "cat" member replaces it) */
     int category = KNOWN_NONE, unused = KNOWN_NONE;
     const unsigned char *category_text = NULL;
+    /* the name's code when read_name found it, while the name's span is still that one */
+    int32_t name_code = -1;
+    const unsigned char *name_text = NULL;
     int64_t row, op = -1, sparse = -1;
     /* The fields absent until read (EVENT_FIELDS_ABSENT), for a complete event: the flow sequence does not
      * set them, nor an empty event (only a complete event's fields are read after its members, and a flow
@@ -2008,7 +2081,8 @@ static int scan_event(Scanner *s) {
             s->p += 8;
             KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &category));
             category_text = strings[S_CAT].text;
-            KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
+            KINETO_MEMBER(",\"name\":", read_name(s, &strings[S_NAME], &name_code));
+            name_text = strings[S_NAME].text;
             KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
             KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
             KINETO_MEMBER(",\"ts\":", read_timestamp(s, f, 1));
@@ -2043,7 +2117,10 @@ static int scan_event(Scanner *s) {
         switch (which) { /* the keys begin_event_member recognized; any other by its text */
         case EK_PH: rc = read_phase(s, &phase_text); break;
         case EK_CAT: rc = read_text_or_null(s, &strings[S_CAT]); break;
-        case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
+        case EK_NAME:
+            rc = read_name(s, &strings[S_NAME], &name_code);
+            name_text = strings[S_NAME].text;
+            break;
         case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
         case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
         case EK_TS: rc = read_float_cold(s, f, F_TS); break;
@@ -2099,8 +2176,13 @@ members_done:
             int32_t code = -1;
             if (k == S_CAT && recognized && s->known_categories[category] != 0)
                 code = s->known_categories[category] - 1;
+            else if (k == S_NAME && name_code >= 0 && (strings[S_NAME].flags & SPAN_PRESENT) &&
+                     strings[S_NAME].text == name_text)
+                code = name_code; /* read_name's span, not replaced since (a null leaves the text as it was) */
             else if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0)
                 return NO_MEMORY;
+            else if (k == S_NAME && (strings[k].flags & SPAN_PRESENT))
+                learn_name(s, strings[k], code);
             s->codes[k][r] = code;
         }
         if (recognized) s->known_categories[category] = s->codes[S_CAT][r] + 1;
@@ -2556,6 +2638,7 @@ static int scanner_start(Scanner *s, PyObject *to_number, PyObject *decode_strin
 static PyObject *scanner_finish(Scanner *s, int rc, PyObject *to_number, PyObject *decode_string) {
     PyObject *result;
     flow_template_hits += s->flow_template_hits; /* the GIL held */
+    name_cache_hits += s->name_hits;
     if (rc == NO_MEMORY) result = PyErr_NoMemory();
     else if (rc != OK) result = Py_NewRef(Py_None); /* DECLINE */
     else result = build_result(s, to_number, decode_string);
@@ -3392,6 +3475,16 @@ static PyObject *flow_templates_py(PyObject *module, PyObject *args) {
     return PyLong_FromLongLong(hits);
 }
 
+static PyObject *name_cache_py(PyObject *module, PyObject *args) {
+    int enabled;
+    long long hits = (long long)name_cache_hits;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "p:_name_cache", &enabled)) return NULL;
+    name_cache_enabled = enabled;
+    name_cache_hits = 0;
+    return PyLong_FromLongLong(hits);
+}
+
 static PyMethodDef methods[] = {
     {"counted_sizes", counted_sizes_py, METH_VARARGS,
      "counted_sizes(row_counts, max_abs_ts, kind_table, kind_flags, max_time_us)\n"
@@ -3454,6 +3547,10 @@ static PyMethodDef methods[] = {
      "_flow_templates(enabled) -> int\n\n"
      "For tests: whether scan_events checks flow events against templates of their shapes (its output is the\n"
      "same either way); returns how many flow events the templates took since the last call."},
+    {"_name_cache", name_cache_py, METH_VARARGS,
+     "_name_cache(enabled) -> int\n\n"
+     "For tests: whether scan_events takes the names of complete events it has already coded by their bytes\n"
+     "(its output is the same either way); returns how many names it took so since the last call."},
     {NULL, NULL, 0, NULL},
 };
 
