@@ -3189,7 +3189,7 @@ static const int PN_WRITTEN[N_PN] = {0, 0, 0, 0, 1, 1};
  * external id columns may be int32 (narrow_id). Returns (pid_exact, tid_exact, nested, misfit): misfit, the
  * narrow_id bits (pid 1, tid 2, correlation 4, external id 8) of the int32 columns given a value they cannot hold
  * (their other values are written, those truncated); 0 where all fit. */
-static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
+static inline ALWAYS_INLINE PyObject *prepare_scanned_body(PyObject *module, PyObject *args) {
     PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
     PyObject *names_object = Py_None;
     PyObject *result = NULL;
@@ -3370,6 +3370,36 @@ done:
     return result;
 }
 
+/* prepare_scanned's pass rounds two numbers a row (us_to_ns's floor and rint, the duration's rint), which x86-64's
+ * baseline (SSE2) has no instruction for: the compiler writes each as a dozen instructions where SSE4.1 has one
+ * (roundsd, the same IEEE operation: the same values). So where the compiler can build a function for SSE4.1 and
+ * the processor has it, the pass is that build (benchmarks/results/kscan26.md: -3 ms of the pass's ~20 at the
+ * 406 MB tile); else the baseline one. TRACELENS_PORTABLE_ARITHMETIC builds the baseline only (tests). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__SSE4_1__) && \
+    !defined(TRACELENS_PORTABLE_ARITHMETIC)
+#define HAVE_SSE41_PREPARE 1
+static NOINLINE PyObject *prepare_scanned_baseline(PyObject *module, PyObject *args) {
+    return prepare_scanned_body(module, args);
+}
+__attribute__((target("sse4.1"))) static NOINLINE PyObject *prepare_scanned_sse41(PyObject *module, PyObject *args) {
+    return prepare_scanned_body(module, args);
+}
+#endif
+/* whether the SSE4.1 pass runs (-1: the processor not asked yet; the GIL held); _prepare_sse41 sets it for tests */
+static int prepare_sse41 = -1;
+
+static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
+#ifdef HAVE_SSE41_PREPARE
+    if (prepare_sse41 < 0) {
+        __builtin_cpu_init();
+        prepare_sse41 = __builtin_cpu_supports("sse4.1") ? 1 : 0;
+    }
+    return prepare_sse41 ? prepare_scanned_sse41(module, args) : prepare_scanned_baseline(module, args);
+#else
+    return prepare_scanned_body(module, args);
+#endif
+}
+
 /* rows_with_bit(flags, bit, order, values, rows, data[, value_bytes]): the rows r of a table (flags: a byte per row,
  * in table order) whose byte holds `bit`, ascending, into `rows` (int32 or int64 items), and values[order[r]]
  * (int64 items, or int32 ones with value_bytes 4: written as int64) at
@@ -3475,6 +3505,19 @@ static PyObject *flow_templates_py(PyObject *module, PyObject *args) {
     return PyLong_FromLongLong(hits);
 }
 
+static PyObject *prepare_sse41_py(PyObject *module, PyObject *args) {
+    int enabled;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "p:_prepare_sse41", &enabled)) return NULL;
+#ifdef HAVE_SSE41_PREPARE
+    __builtin_cpu_init();
+    prepare_sse41 = enabled && __builtin_cpu_supports("sse4.1");
+#else
+    prepare_sse41 = 0;
+#endif
+    return PyBool_FromLong(prepare_sse41);
+}
+
 static PyObject *name_cache_py(PyObject *module, PyObject *args) {
     int enabled;
     long long hits = (long long)name_cache_hits;
@@ -3547,6 +3590,10 @@ static PyMethodDef methods[] = {
      "_flow_templates(enabled) -> int\n\n"
      "For tests: whether scan_events checks flow events against templates of their shapes (its output is the\n"
      "same either way); returns how many flow events the templates took since the last call."},
+    {"_prepare_sse41", prepare_sse41_py, METH_VARARGS,
+     "_prepare_sse41(enabled) -> bool\n\n"
+     "For tests: whether prepare_scanned runs its SSE4.1 build (where the compiler made one and the processor\n"
+     "has SSE4.1; its output is the same either way); returns whether it now does."},
     {"_name_cache", name_cache_py, METH_VARARGS,
      "_name_cache(enabled) -> int\n\n"
      "For tests: whether scan_events takes the names of complete events it has already coded by their bytes\n"
