@@ -64,8 +64,8 @@ def _same_both_ways(module: Any, *pieces: bytes) -> tuple[Any, int]:
 
 def _row(name: str, tid: int = 1262, ts: str = "1712195495519690.3", cat: str = "cpu_op") -> str:
     return (
-        '{\n    "ph":"X","cat":"%s","name":%s,"pid":1102,"tid":%d,"ts":%s,"dur":4.5,'
-        '"args":{"External id":11,"Ev Idx":3}\n  }' % (cat, name, tid, ts)
+        f'{{\n    "ph":"X","cat":"{cat}","name":{name},"pid":1102,"tid":{tid},"ts":{ts},"dur":4.5,'
+        '"args":{"External id":11,"Ev Idx":3}\n  }'
     )
 
 
@@ -136,7 +136,9 @@ def test_names_that_look_like_a_coded_one(scanner: Any, other: str) -> None:
 
 def test_other_tids_and_times_after_short_names(scanner: Any) -> None:
     """A short name's key holds the bytes after it (pid, tid): other tids are other slots, all coded alike."""
-    events = [_row('"aten::mul"', tid=tid, ts="17121954955196%02d.5" % k) for k in range(40) for tid in (7, 1262)]
+    events = [
+        _row('"aten::mul"', tid=tid, ts=f"17121954955196{k:02d}.5") for k in range(40) for tid in (7, 1262)
+    ]
     on, hits = _same_both_ways(scanner, _block(*events))
     assert hits >= len(events) - 4
     assert len(on["names"]) == 1
@@ -145,7 +147,13 @@ def test_other_tids_and_times_after_short_names(scanner: Any) -> None:
 def test_a_later_name_member_replaces_a_taken_one(scanner: Any) -> None:
     """A name taken from its slot, then a second "name" member (the general loop): msgspec keeps the last."""
     first = _row('"' + "q" * 40 + '"')
-    for later in (',"name":"other"', ',"name":null', ',"name" :null', ',"name" : "other"', ',"name":' + '"' + "q" * 40 + '"'):
+    for later in (
+        ',"name":"other"',
+        ',"name":null',
+        ',"name" :null',
+        ',"name" : "other"',
+        ',"name":' + '"' + "q" * 40 + '"',
+    ):
         again = first.replace("\n  }", later + "\n  }")
         _same_both_ways(scanner, _block(first, again, first))
         _same_both_ways(scanner, _block(first, first, again, again, first))
@@ -188,7 +196,7 @@ def test_real_traces(scanner: Any, path: Path) -> None:
         cut = events.find(separator, cuts[-1] + 200_000)
         cuts.append(len(events) if cut < 0 else cut + separator.index(b",") + 1)
     taken = 0
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in zip(cuts, cuts[1:], strict=False):
         piece = events[a:b].strip().rstrip(b",")
         if piece:
             _, hits = _same_both_ways(scanner, b"[" + piece + b"]")  # (None both ways where a block declines)

@@ -52,8 +52,25 @@ def test_real_traces(module: Any, path: Path) -> None:
 
 def _redrawn(rng: random.Random, magnitude: float) -> str:
     whole = rng.choice([0, 1, 2, 7, 999, 2**20, int(magnitude), int(magnitude) + rng.randrange(10**6)])
-    fraction = rng.choice(["", ".5", ".0005", ".0015", ".0025", ".4995", ".5005", ".999", ".9995", ".25", ".75",
-                           "." + str(rng.randrange(10**6)).zfill(6), ".1", ".3", ".7"])
+    fraction = rng.choice(
+        [
+            "",
+            ".5",
+            ".0005",
+            ".0015",
+            ".0025",
+            ".4995",
+            ".5005",
+            ".999",
+            ".9995",
+            ".25",
+            ".75",
+            "." + str(rng.randrange(10**6)).zfill(6),
+            ".1",
+            ".3",
+            ".7",
+        ]
+    )
     sign = "-" if rng.random() < 0.1 else ""
     return sign + str(whole) + fraction
 
@@ -67,7 +84,9 @@ def test_times_at_every_rounding_case(module: Any, tmp_path: Path) -> None:
         return match.group(1) + _redrawn(rng, 1712195495519689.0)
 
     def dur(match: re.Match[str]) -> str:
-        return match.group(1) + rng.choice([_redrawn(rng, 50.0), "0", "-0", "-0.0", "9007199254740993", "1e-7"])
+        return match.group(1) + rng.choice(
+            [_redrawn(rng, 50.0), "0", "-0", "-0.0", "9007199254740993", "1e-7"]
+        )
 
     text = re.sub(r'("ts": )[0-9.]+', ts, text)
     text = re.sub(r'("dur": )[0-9.]+', dur, text)

@@ -23,17 +23,51 @@ def _kernel(grid: str, block: str = "[128,1,1]") -> str:
 
 
 LISTS = [
-    "[4,106,1]", "[0,0,0]", "[1,1,1]", "[1234567,7654321,1]", "[12345678,1,1]", "[1,1,123456789]",
-    "[04,1,1]", "[1,00,1]", "[1,1,01]", "[-1,1,1]", "[1,-2,3]", "[1.5,1,1]", "[1,1,1.0]", "[1e3,1,1]",
-    "[1,1E3,1]", "[1,2]", "[1,2,3,4]", "[]", "[1]", "[ 1,2,3]", "[1 ,2,3]", "[1, 2, 3]", "[1,2,3 ]",
-    "[1,,3]", "[,1,2]", "[1,2,]", '["1",2,3]', "[1,2,null]", "null", "[1,2,3", "[1;2;3]", "[9223372036854775807,1,1]",
-    "[9223372036854775808,1,1]", "[0,1,2]", "[7,0,0]",
+    "[4,106,1]",
+    "[0,0,0]",
+    "[1,1,1]",
+    "[1234567,7654321,1]",
+    "[12345678,1,1]",
+    "[1,1,123456789]",
+    "[04,1,1]",
+    "[1,00,1]",
+    "[1,1,01]",
+    "[-1,1,1]",
+    "[1,-2,3]",
+    "[1.5,1,1]",
+    "[1,1,1.0]",
+    "[1e3,1,1]",
+    "[1,1E3,1]",
+    "[1,2]",
+    "[1,2,3,4]",
+    "[]",
+    "[1]",
+    "[ 1,2,3]",
+    "[1 ,2,3]",
+    "[1, 2, 3]",
+    "[1,2,3 ]",
+    "[1,,3]",
+    "[,1,2]",
+    "[1,2,]",
+    '["1",2,3]',
+    "[1,2,null]",
+    "null",
+    "[1,2,3",
+    "[1;2;3]",
+    "[9223372036854775807,1,1]",
+    "[9223372036854775808,1,1]",
+    "[0,1,2]",
+    "[7,0,0]",
 ]
 
 
 @pytest.mark.parametrize("grid", LISTS)
 def test_grid_and_block_as_msgspec_reads_them(grid: str) -> None:
-    for text in (event_list(_kernel(grid)), event_list(_kernel("[1,1,1]", grid)), event_list(_kernel(grid, grid))):
+    for text in (
+        event_list(_kernel(grid)),
+        event_list(_kernel("[1,1,1]", grid)),
+        event_list(_kernel(grid, grid)),
+    ):
         got = native(text)
         try:
             want = reference(text)
@@ -46,8 +80,14 @@ def test_grid_and_block_as_msgspec_reads_them(grid: str) -> None:
 
 
 def test_compact_lists_are_read_natively() -> None:
-    text = event_list(*(_kernel(f"[{a},{b},{c}]", f"[{c},{a},{b}]") for a in (1, 9, 10, 99, 4096, 1234567)
-                        for b in (0, 1, 53) for c in (1, 7, 65535)))
+    text = event_list(
+        *(
+            _kernel(f"[{a},{b},{c}]", f"[{c},{a},{b}]")
+            for a in (1, 9, 10, 99, 4096, 1234567)
+            for b in (0, 1, 53)
+            for c in (1, 7, 65535)
+        )
+    )
     got = native(text)
     assert got is not None
     assert_same_block(got, reference(text))
