@@ -1536,7 +1536,7 @@ static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out, int *known)
 }
 
 /* read_text_or_null for the "name" of a complete event in Kineto's member order. Names repeat (a block of
- * 1.5 MB holds ~30K rows and ~170 distinct names), and each was scanned for its closing quote, hashed and
+ * 8 MiB holds ~30K rows and ~170 distinct names), and each was scanned for its closing quote, hashed and
  * compared with its table's slot, three passes over its bytes, where the string that comes is most often one
  * the block has already coded. So the 16 bytes after the quote find a slot (the last name coded that begins
  * with them, or, shorter, that ends within them before the same bytes); when the rest of that name's bytes
