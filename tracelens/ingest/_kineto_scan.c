@@ -292,6 +292,18 @@ typedef struct {
 } FlowTemplate;
 #endif
 
+/* A name the block has coded (read_name): the first NAME_KEY_BYTES bytes after its opening quote (the name's,
+ * and for a shorter one its closing quote and what follows it: Kineto's pid and tid), where its first
+ * occurrence is, its length and its code in tables[S_NAME]. Empty: all zero (no NAME_KEY_BYTES after a quote
+ * are all NUL with a quote first). */
+#define NAME_SET_BITS 8
+#define NAME_KEY_BYTES 16
+typedef struct {
+    uint64_t key[NAME_KEY_BYTES / 8];
+    const unsigned char *text;
+    int32_t length, code;
+} NameSlot;
+
 typedef struct {
     const unsigned char *p, *end;
     double *floats[N_ROW_FLOATS]; /* a column per row float field, one value per complete event: the reader
@@ -318,6 +330,8 @@ typedef struct {
     uint64_t length_masks[N_EVENT_FLOATS]; /* each length's digit bytes as a mask (length_mask), kept with it */
     uint64_t skipped_masks[3];
     int32_t known_categories[N_KNOWN]; /* each recognized category's code + 1 (0: none yet) */
+    unsigned char category_lengths[N_KNOWN][2]; /* read_row_id_or_text: the last pid and tid length by category */
+    uint64_t category_masks[N_KNOWN][2];
     int convert_all; /* scan_event reads an event again: no flow sequence (CHECKED_ONLY) */
     /* What prepared_sizes reads, counted as each row is stored (counted_sizes then folds them with the kind
      * tables, instead of that pass over the rows): rows by category code + 1 (0: none), those of them with a
@@ -330,6 +344,8 @@ typedef struct {
     FlowTemplate flow_templates[1 << FLOW_SET_BITS][2]; /* flow_template_skip's: two ways a set */
 #endif
     int64_t flow_template_hits; /* the flow events it took (for tests: _flow_templates) */
+    NameSlot names[1 << NAME_SET_BITS]; /* read_name's: one a set */
+    int64_t name_hits;                  /* the names it took (for tests: _name_cache) */
 } Scanner;
 
 static inline int is_space(unsigned char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
@@ -1141,14 +1157,15 @@ static inline ALWAYS_INLINE int integer_of_length(const unsigned char *p, int le
  * its digits to be found, on a branch nearly always taken), checked as JSON (digits only, no leading zero,
  * then a byte that ends a number) and converted as scan_kineto_number converts it; any other number, or
  * one of another length, by read_float, which then notes its length. */
-static inline ALWAYS_INLINE int read_id_as(Scanner *s, double *f, int field, int convert) {
+static inline ALWAYS_INLINE int read_id_predicted(Scanner *s, double *f, int field, int convert,
+                                                  unsigned char *predicted, uint64_t *predicted_mask) {
     int rc;
     const unsigned char *p = s->p;
 #ifdef HAVE_LITTLE_ENDIAN_LOADS
-    int length = s->lengths[field];
+    int length = *predicted;
     if (length != 0 && s->end - p >= 16 && !(s->deferred & (UINT32_C(1) << field))) {
         uint64_t t;
-        if (integer_of_length(p, length, s->length_masks[field], &t)) {
+        if (integer_of_length(p, length, *predicted_mask, &t)) {
             if (convert) { /* (else checked only: see CHECKED_ONLY) */
                 f[field] = (double)(int64_t)digits_value(t, length);
                 s->path = PATH_INTEGER;
@@ -1160,10 +1177,15 @@ static inline ALWAYS_INLINE int read_id_as(Scanner *s, double *f, int field, int
 #endif
     rc = read_float(s, f, field);
     if (rc == OK) {
-        s->lengths[field] = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
-        s->length_masks[field] = length_mask(s->lengths[field]);
+        *predicted = s->p - p <= 8 && is_digit(p[0]) ? (unsigned char)(s->p - p) : 0;
+        *predicted_mask = length_mask(*predicted);
     }
     return rc;
+}
+
+/* read_id_predicted with the field's last length */
+static inline ALWAYS_INLINE int read_id_as(Scanner *s, double *f, int field, int convert) {
+    return read_id_predicted(s, f, field, convert, &s->lengths[field], &s->length_masks[field]);
 }
 
 /* read_float_or_text with read_id for a number. */
@@ -1177,6 +1199,17 @@ static inline ALWAYS_INLINE int read_id_or_text_as(Scanner *s, double *f, int fi
 
 static inline ALWAYS_INLINE int read_id_or_text(Scanner *s, double *f, int field, Span *text) {
     return read_id_or_text_as(s, f, field, text, 1);
+}
+
+/* read_id_or_text for a complete event's pid or tid in Kineto's member order, its length predicted by the last
+ * one of the event's recognized category (KNOWN_*; KNOWN_NONE: any other): host and device events, one after
+ * the other, write ids of other lengths (pid 1102 and 0), which missed the field's last length on a quarter
+ * of the rows at the 406 MB tile. The prediction steers the fast path only: the values are the same. */
+static inline ALWAYS_INLINE int read_row_id_or_text(Scanner *s, double *f, int field, Span *text, int category) {
+    if (s->p < s->end && *s->p == '"') return read_float_or_text(s, f, field, text);
+    text->flags = 0;
+    return read_id_predicted(s, f, field, 1, &s->category_lengths[category][field - F_PID],
+                             &s->category_masks[category][field - F_PID]);
 }
 
 static inline ALWAYS_INLINE int read_text_or_null(Scanner *s, Span *out) { /* str | None */
@@ -1202,6 +1235,26 @@ static int read_triple_or_null(Scanner *s, double *out) { /* list[int] | None; a
     int count = 0, rc;
     double values[3];
     out[0] = out[1] = out[2] = NAN;
+#ifdef HAVE_LITTLE_ENDIAN_LOADS
+    /* Kineto's grid and block ([4,106,1]: three integers of 1 to 7 digits, no leading zero, no whitespace), a
+     * digit run each: the values and the end the loop below gives; any other bytes go to the loop, from '['.
+     * (32 bytes: the third run's word ends at most 25 bytes in.) */
+    if (s->end - s->p >= 32 && *s->p == '[') {
+        const unsigned char *p = s->p + 1;
+        uint64_t value[3];
+        int k = 0;
+        for (; k < 3; k++) {
+            int n = digit_run(p, &value[k]);
+            if (n == 0 || n == 8 || (p[0] == '0' && n > 1) || p[n] != (k == 2 ? ']' : ',')) break;
+            p += n + 1;
+        }
+        if (k == 3) {
+            out[0] = (double)value[0], out[1] = (double)value[1], out[2] = (double)value[2];
+            s->p = p;
+            return OK;
+        }
+    }
+#endif
     if (s->p < s->end && *s->p == 'n') return expect_literal(s, "null", 4);
     if (s->p >= s->end || *s->p != '[') return DECLINE;
     s->p++;
@@ -1480,6 +1533,62 @@ static inline ALWAYS_INLINE int read_category(Scanner *s, Span *out, int *known)
     }
 #endif
     return read_text_or_null(s, out);
+}
+
+/* read_text_or_null for the "name" of a complete event in Kineto's member order. Names repeat (a block of
+ * 8 MiB holds ~30K rows and ~170 distinct names), and each was scanned for its closing quote, hashed and
+ * compared with its table's slot, three passes over its bytes, where the string that comes is most often one
+ * the block has already coded. So the 16 bytes after the quote find a slot (the last name coded that begins
+ * with them, or, shorter, that ends within them before the same bytes); when the rest of that name's bytes
+ * and a closing quote follow too, the bytes at s->p are exactly that string, which scan_string then reads
+ * as the same span (the slot's name was a plain one: ASCII without escapes or control characters, so its
+ * first stop is that quote) and span_code then codes as the slot's code (the same bytes, the same table):
+ * *code gets it (else -1: scan_event codes the span as before, and the slot learns it). name_cache_enabled:
+ * off for tests (scan_events' output the same). */
+static int name_cache_enabled = 1;
+static int64_t name_cache_hits; /* summed over the scanners as they finish */
+
+static inline ALWAYS_INLINE NameSlot *name_slot(Scanner *s, const uint64_t *w) {
+    /* one multiply: its top bits mix all of the second word, the first word's top bytes carried in */
+    return &s->names[(w[0] + w[1] * UINT64_C(0x9E3779B97F4A7C15)) >> (64 - NAME_SET_BITS)];
+}
+
+static inline ALWAYS_INLINE int read_name(Scanner *s, Span *out, int32_t *code) {
+    const unsigned char *p = s->p;
+    *code = -1;
+    if (name_cache_enabled && s->end - p > 2 * NAME_KEY_BYTES && *p == '"') {
+        uint64_t w[NAME_KEY_BYTES / 8], differ = 0;
+        for (int i = 0; i < NAME_KEY_BYTES / 8; i++) w[i] = load_64(p + 1 + 8 * i);
+        const NameSlot *slot = name_slot(s, w);
+        for (int i = 0; i < NAME_KEY_BYTES / 8; i++) differ |= slot->key[i] ^ w[i];
+        int32_t n = slot->length;
+        /* n < NAME_KEY_BYTES: the key holds the closing quote (checked again below); else the bytes after it */
+        if (differ == 0 && s->end - p > (Py_ssize_t)n + 1 && p[n + 1] == '"' &&
+            (n <= NAME_KEY_BYTES ||
+             same_text(p + 1 + NAME_KEY_BYTES, slot->text + NAME_KEY_BYTES, n - NAME_KEY_BYTES))) {
+            out->text = p + 1;
+            out->length = n;
+            out->flags = SPAN_PRESENT;
+            *code = slot->code;
+            s->p = p + n + 2;
+            s->name_hits++;
+            return OK;
+        }
+    }
+    return read_text_or_null(s, out);
+}
+
+/* A plain name (SPAN_PRESENT only) scan_event has just coded: its slot learns it (NAME_KEY_BYTES readable from
+ * its first byte). */
+static inline ALWAYS_INLINE void learn_name(Scanner *s, Span name, int32_t code) {
+    uint64_t w[NAME_KEY_BYTES / 8];
+    if (name.flags != SPAN_PRESENT || s->end - name.text < NAME_KEY_BYTES) return;
+    for (int i = 0; i < NAME_KEY_BYTES / 8; i++) w[i] = load_64(name.text + 8 * i);
+    NameSlot *slot = name_slot(s, w);
+    for (int i = 0; i < NAME_KEY_BYTES / 8; i++) slot->key[i] = w[i];
+    slot->text = name.text;
+    slot->length = name.length;
+    slot->code = code;
 }
 
 /* The value of a member of scan_args's expected sequence, its key matched: read as the loop reads it. */
@@ -1964,6 +2073,37 @@ static inline ALWAYS_INLINE int flow_template_skip(Scanner *s, unsigned char pha
 }
 #endif
 
+/* read_float for an event's "dur" in Kineto's member order: Kineto's shape of it (1 to 8 digits, no leading
+ * zero, a point, 1 to 8 digits: 4.928, 0.358, 1234.5) found in one 16-byte compare, its digits' lengths from
+ * the masks of digits and points, where scan_kineto_number finds the integer part's end first and then reads
+ * the fraction from there (two digit runs in a chain); the same mantissa, fraction and digits then converted
+ * as it converts them (kineto_number_value), so the value, path and end are its. Any other shape (a sign, an
+ * integer, an exponent, more digits, fewer than 32 bytes left, a deferred dur before) by read_float. */
+static inline ALWAYS_INLINE int read_duration(Scanner *s, double *f) {
+#ifdef HAVE_FLOW_TEMPLATES
+    const unsigned char *p = s->p;
+    if (s->end - p >= KINETO_NUMBER_BYTES && !(s->deferred & (UINT32_C(1) << F_DUR))) {
+        __m128i chunk = _mm_loadu_si128((const __m128i *)p);
+        unsigned digits = digit_mask_16(chunk);
+        unsigned point = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(chunk, _mm_set1_epi8('.')));
+        int n = __builtin_ctz(~digits); /* the digits before the first other byte (~digits: bits 16 on set) */
+        if (n >= 1 && n <= 8 && (point >> n & 1) && !(p[0] == '0' && n > 1)) {
+            int fraction = __builtin_ctz(~(digits >> (n + 1)));
+            if (fraction >= 1 && fraction <= 8 && n + 1 + fraction < 16 && (p[n + 1 + fraction] | 0x20) != 'e') {
+                int is_integer;
+                int64_t integer;
+                uint64_t mantissa = digits_value(load_64(p) - UINT64_C(0x3030303030303030), n);
+                uint64_t run = digits_value(load_64(p + n + 1) - UINT64_C(0x3030303030303030), fraction);
+                if (kineto_number_value(s, p + n + 1 + fraction, 0, mantissa, fraction, run, &f[F_DUR],
+                                        &is_integer, &integer))
+                    return OK;
+            }
+        }
+    }
+#endif
+    return read_float(s, f, F_DUR);
+}
+
 static int scan_event(Scanner *s) {
     double f[N_EVENT_FLOATS];
     Span strings[N_EVENT_STRINGS]; /* only a present span's text and length are read */
@@ -1974,6 +2114,9 @@ static int scan_event(Scanner *s) {
      * span is still that one (a later "cat" member replaces it) */
     int category = KNOWN_NONE, unused = KNOWN_NONE;
     const unsigned char *category_text = NULL;
+    /* the name's code when read_name found it, while the name's span is still that one */
+    int32_t name_code = -1;
+    const unsigned char *name_text = NULL;
     int64_t row, op = -1, sparse = -1;
     /* The fields absent until read (EVENT_FIELDS_ABSENT), for a complete event: the flow sequence does not
      * set them, nor an empty event (only a complete event's fields are read after its members, and a flow
@@ -2008,11 +2151,12 @@ static int scan_event(Scanner *s) {
             s->p += 8;
             KINETO_MEMBER(",\"cat\":", read_category(s, &strings[S_CAT], &category));
             category_text = strings[S_CAT].text;
-            KINETO_MEMBER(",\"name\":", read_text_or_null(s, &strings[S_NAME]));
-            KINETO_MEMBER(",\"pid\":", read_id_or_text(s, f, F_PID, &pid_text));
-            KINETO_MEMBER(",\"tid\":", read_id_or_text(s, f, F_TID, &tid_text));
+            KINETO_MEMBER(",\"name\":", read_name(s, &strings[S_NAME], &name_code));
+            name_text = strings[S_NAME].text;
+            KINETO_MEMBER(",\"pid\":", read_row_id_or_text(s, f, F_PID, &pid_text, category));
+            KINETO_MEMBER(",\"tid\":", read_row_id_or_text(s, f, F_TID, &tid_text, category));
             KINETO_MEMBER(",\"ts\":", read_timestamp(s, f, 1));
-            KINETO_MEMBER(",\"dur\":", read_float(s, f, F_DUR));
+            KINETO_MEMBER(",\"dur\":", read_duration(s, f));
             KINETO_MEMBER(",\"args\":", *s->p == '{' ? scan_args(s, f, strings, &stream_text, &keys) : DECLINE);
             goto after_value;
         }
@@ -2043,7 +2187,10 @@ static int scan_event(Scanner *s) {
         switch (which) { /* the keys begin_event_member recognized; any other by its text */
         case EK_PH: rc = read_phase(s, &phase_text); break;
         case EK_CAT: rc = read_text_or_null(s, &strings[S_CAT]); break;
-        case EK_NAME: rc = read_text_or_null(s, &strings[S_NAME]); break;
+        case EK_NAME:
+            rc = read_name(s, &strings[S_NAME], &name_code);
+            name_text = strings[S_NAME].text;
+            break;
         case EK_PID: rc = read_float_or_text(s, f, F_PID, &pid_text); break;
         case EK_TID: rc = read_float_or_text(s, f, F_TID, &tid_text); break;
         case EK_TS: rc = read_float_cold(s, f, F_TS); break;
@@ -2099,8 +2246,13 @@ members_done:
             int32_t code = -1;
             if (k == S_CAT && recognized && s->known_categories[category] != 0)
                 code = s->known_categories[category] - 1;
+            else if (k == S_NAME && name_code >= 0 && (strings[S_NAME].flags & SPAN_PRESENT) &&
+                     strings[S_NAME].text == name_text)
+                code = name_code; /* read_name's span, not replaced since (a null leaves the text as it was) */
             else if ((strings[k].flags & SPAN_PRESENT) && (code = span_code(&s->tables[k], strings[k])) < 0)
                 return NO_MEMORY;
+            else if (k == S_NAME && (strings[k].flags & SPAN_PRESENT))
+                learn_name(s, strings[k], code);
             s->codes[k][r] = code;
         }
         if (recognized) s->known_categories[category] = s->codes[S_CAT][r] + 1;
@@ -2556,6 +2708,7 @@ static int scanner_start(Scanner *s, PyObject *to_number, PyObject *decode_strin
 static PyObject *scanner_finish(Scanner *s, int rc, PyObject *to_number, PyObject *decode_string) {
     PyObject *result;
     flow_template_hits += s->flow_template_hits; /* the GIL held */
+    name_cache_hits += s->name_hits;
     if (rc == NO_MEMORY) result = PyErr_NoMemory();
     else if (rc != OK) result = Py_NewRef(Py_None); /* DECLINE */
     else result = build_result(s, to_number, decode_string);
@@ -3106,7 +3259,7 @@ static const int PN_WRITTEN[N_PN] = {0, 0, 0, 0, 1, 1};
  * external id columns may be int32 (narrow_id). Returns (pid_exact, tid_exact, nested, misfit): misfit, the
  * narrow_id bits (pid 1, tid 2, correlation 4, external id 8) of the int32 columns given a value they cannot hold
  * (their other values are written, those truncated); 0 where all fit. */
-static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
+static inline ALWAYS_INLINE PyObject *prepare_scanned_body(PyObject *module, PyObject *args) {
     PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
     PyObject *names_object = Py_None;
     PyObject *result = NULL;
@@ -3287,6 +3440,36 @@ done:
     return result;
 }
 
+/* prepare_scanned's pass rounds two numbers a row (us_to_ns's floor and rint, the duration's rint), which x86-64's
+ * baseline (SSE2) has no instruction for: the compiler writes each as a dozen instructions where SSE4.1 has one
+ * (roundsd, the same IEEE operation: the same values). So where the compiler can build a function for SSE4.1 and
+ * the processor has it, the pass is that build (benchmarks/results/kscan26.md: -3 ms of the pass's ~20 at the
+ * 406 MB tile); else the baseline one. TRACELENS_PORTABLE_ARITHMETIC builds the baseline only (tests). */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__SSE4_1__) && \
+    !defined(TRACELENS_PORTABLE_ARITHMETIC)
+#define HAVE_SSE41_PREPARE 1
+static NOINLINE PyObject *prepare_scanned_baseline(PyObject *module, PyObject *args) {
+    return prepare_scanned_body(module, args);
+}
+__attribute__((target("sse4.1"))) static NOINLINE PyObject *prepare_scanned_sse41(PyObject *module, PyObject *args) {
+    return prepare_scanned_body(module, args);
+}
+#endif
+/* whether the SSE4.1 pass runs (-1: the processor not asked yet; the GIL held); _prepare_sse41 sets it for tests */
+static int prepare_sse41 = -1;
+
+static PyObject *prepare_scanned_py(PyObject *module, PyObject *args) {
+#ifdef HAVE_SSE41_PREPARE
+    if (prepare_sse41 < 0) {
+        __builtin_cpu_init();
+        prepare_sse41 = __builtin_cpu_supports("sse4.1") ? 1 : 0;
+    }
+    return prepare_sse41 ? prepare_scanned_sse41(module, args) : prepare_scanned_baseline(module, args);
+#else
+    return prepare_scanned_body(module, args);
+#endif
+}
+
 /* rows_with_bit(flags, bit, order, values, rows, data[, value_bytes]): the rows r of a table (flags: a byte per row,
  * in table order) whose byte holds `bit`, ascending, into `rows` (int32 or int64 items), and values[order[r]]
  * (int64 items, or int32 ones with value_bytes 4: written as int64) at
@@ -3392,6 +3575,29 @@ static PyObject *flow_templates_py(PyObject *module, PyObject *args) {
     return PyLong_FromLongLong(hits);
 }
 
+static PyObject *prepare_sse41_py(PyObject *module, PyObject *args) {
+    int enabled;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "p:_prepare_sse41", &enabled)) return NULL;
+#ifdef HAVE_SSE41_PREPARE
+    __builtin_cpu_init();
+    prepare_sse41 = enabled && __builtin_cpu_supports("sse4.1");
+#else
+    prepare_sse41 = 0;
+#endif
+    return PyBool_FromLong(prepare_sse41);
+}
+
+static PyObject *name_cache_py(PyObject *module, PyObject *args) {
+    int enabled;
+    long long hits = (long long)name_cache_hits;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "p:_name_cache", &enabled)) return NULL;
+    name_cache_enabled = enabled;
+    name_cache_hits = 0;
+    return PyLong_FromLongLong(hits);
+}
+
 static PyMethodDef methods[] = {
     {"counted_sizes", counted_sizes_py, METH_VARARGS,
      "counted_sizes(row_counts, max_abs_ts, kind_table, kind_flags, max_time_us)\n"
@@ -3454,6 +3660,14 @@ static PyMethodDef methods[] = {
      "_flow_templates(enabled) -> int\n\n"
      "For tests: whether scan_events checks flow events against templates of their shapes (its output is the\n"
      "same either way); returns how many flow events the templates took since the last call."},
+    {"_prepare_sse41", prepare_sse41_py, METH_VARARGS,
+     "_prepare_sse41(enabled) -> bool\n\n"
+     "For tests: whether prepare_scanned runs its SSE4.1 build (where the compiler made one and the processor\n"
+     "has SSE4.1; its output is the same either way); returns whether it now does."},
+    {"_name_cache", name_cache_py, METH_VARARGS,
+     "_name_cache(enabled) -> int\n\n"
+     "For tests: whether scan_events takes the names of complete events it has already coded by their bytes\n"
+     "(its output is the same either way); returns how many names it took so since the last call."},
     {NULL, NULL, 0, NULL},
 };
 
