@@ -129,21 +129,47 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
 
 
 def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> Trace:
-    """Read the ``trace.json.gz`` of each host of a run (pid = host ordinal, devices offset per host)."""
+    """Read the ``trace.json.gz`` of each host of a run (pid = host ordinal, devices offset per host).
+
+    As the xplane reader: a file of a several-file run that cannot be read is left out and named
+    (``metadata.warnings``, ``metadata.extra["unread_host_files"]``); a lone file or no readable file raises."""
     frames, device_rows = [], []
     offset = 0
-    for host, path in enumerate(files):
-        frame, gpu_names = _frame(path, host)
+    host = 0
+    unread: list[tuple[Path, InputError]] = []
+    for path in files:
+        try:
+            frame, gpu_names = _frame(path, host)
+        except InputError as err:
+            if len(files) == 1:
+                raise
+            unread.append((path, err))
+            continue
+        host += 1
         if not frame.empty:
             frame["device"] = frame["device"].map(lambda d, o=offset: None if pd.isna(d) else int(d) + o)
             frames.append(frame)
         for index, name in sorted(gpu_names.items()):
             device_rows.append({"id": index + offset, "name": name, "vendor": None})
         offset += (max(gpu_names) + 1) if gpu_names else 0
+    if not host:
+        shown = "; ".join(f"{f.name}: {err.message}" for f, err in unread[:5])
+        more = f"; and {len(unread) - 5} more" if len(unread) > 5 else ""
+        raise InputError(f"no host file of the run could be read: {shown}{more}", path=source)
     if not frames:
         raise InputError("trace.json holds no host or GPU events", path=source)
     df = pd.concat(frames, ignore_index=True)
-    return _to_trace(df, device_rows, source, run)
+    trace = _to_trace(df, device_rows, source, run)
+    if unread:
+        total = host + len(unread)
+        trace.metadata.warnings.extend(
+            f"{f.name}: not read ({err.message}): this host is not in any figure ({len(unread)} of {total} "
+            "host files)"
+            for f, err in unread
+        )
+        trace.metadata.extra["unread_host_files"] = [{"file": str(f), "error": e.message} for f, e in unread]
+        trace.metadata.extra["host_files"] = total
+    return trace
 
 
 def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path, run: str | None) -> Trace:
