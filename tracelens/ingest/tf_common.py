@@ -8,6 +8,7 @@ a memcpy's name. Both readers import from here; neither imports the other (:mod:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -50,10 +51,22 @@ _RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
 # ---------------------------------------------------------------------------------------- discovery
 
 
+def _profile_dirs(logdir: Path) -> list[Path]:
+    """The ``plugins/profile`` folders at or under ``logdir``: below it, or ``logdir`` itself or its ``profile``
+    child where ``logdir`` is one (a user points at the folder the runs lie in, or at ``plugins``)."""
+    found = sorted(logdir.rglob("plugins/profile"))
+    absolute = Path(os.path.abspath(logdir))  # "." inside plugins/profile has no name of its own
+    if absolute.name == "profile" and absolute.parent.name == "plugins":
+        found.insert(0, logdir)
+    elif absolute.name == "plugins" and (logdir / "profile").is_dir():
+        found.insert(0, logdir / "profile")
+    return found
+
+
 def _run_dirs(logdir: Path) -> dict[str, Path]:
     """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
     runs: dict[str, Path] = {}
-    for profile_dir in sorted(logdir.rglob("plugins/profile")):
+    for profile_dir in _profile_dirs(logdir):
         if profile_dir.is_dir():
             for run in sorted(p for p in profile_dir.iterdir() if p.is_dir()):
                 runs.setdefault(run.name, run)
