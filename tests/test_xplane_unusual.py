@@ -216,3 +216,27 @@ def test_gpu_only_profile_names_its_framework_from_the_gpu_side(
     doc = dict(analyze(trace))
     assert doc["source"]["framework"] == framework
     assert doc["diagnosis"]["framework"] == framework
+
+
+def test_gpu_only_jax_or_tf_profile_is_told_its_own_profilers_host_tracing(tmp_path: Path) -> None:
+    # A JAX or TF profile without host events (host_tracer_level=0) was told to "record the host side (nsys -t
+    # cuda,nvtx,osrt)": another profiler, where its own records the host side at its default host tracer level.
+    from tracelens.analyses import analyze
+
+    for module, framework, named in (
+        ("jit_train_step", "jax", "jax.profiler.ProfileOptions"),
+        ("cluster_0", "tensorflow", "tf.profiler.experimental.ProfilerOptions"),
+    ):
+        kernels = [pb.event(1, i * 100_000_000, 30_000_000, [pb.stat(1, string=module)]) for i in range(20)]
+        gpu = pb.plane(
+            1, "/device:GPU:0", [pb.line(5, "Stream #5", 1000, kernels)], {1: "fusion_1"}, {1: "hlo_module"}
+        )
+        path = tmp_path / f"{framework}.xplane.pb"
+        path.write_bytes(pb.space([gpu]))
+        doc = analyze(tracelens.load(path))
+        assert doc["source"]["framework"] == framework
+        primary = doc["diagnosis"]["causes"][0]
+        assert primary["cause"] == "unexplained_idle" and primary["evidence"]["remedy"] == "no_api"
+        assert (
+            "nsys" not in primary["fix"] and named in primary["fix"] and "host_tracer_level" in primary["fix"]
+        )

@@ -46,6 +46,13 @@ FIXES = {
         "pytorch": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
         "idled: record the host side (torch.profiler with ProfilerActivity.CPU beside CUDA, or nsys -t "
         "cuda,nvtx,osrt), then profile again.",
+        # A JAX/TF profile without host events was recorded with host tracing off: its own profiler records it.
+        "tensorflow": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
+        "idled: record the host side (tf.profiler.experimental.ProfilerOptions(host_tracer_level=2), the "
+        "default; 0 records no host activity), then profile again.",
+        "jax": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU idled: "
+        "record the host side (jax.profiler.ProfileOptions with host_tracer_level 1 or more; 0 records no host "
+        "activity), then profile again.",
         "default": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
         "idled: record the host side (nsys -t cuda,nvtx,osrt: CUDA API tracing on), then profile again.",
     },
