@@ -70,9 +70,9 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         trace = _build(loaded, source, run)
     if unread:
         total = len(loaded) + len(unread)
-        for file, err in unread:
+        for file, problem in unread:
             trace.metadata.warnings.append(
-                f"{file.name}: not read ({err.message}): this host is not in any figure "
+                f"{file.name}: not read ({problem.message}): this host is not in any figure "
                 f"({len(unread)} of {total} host files)"
             )
         trace.metadata.extra["unread_host_files"] = [{"file": str(f), "error": e.message} for f, e in unread]
