@@ -144,6 +144,31 @@ def _explain_empty(folder: Path, shown: Path) -> None:
     )
 
 
+# ------------------------------------------------------------------------------ ids across hosts
+
+
+def host_unique_ids(ids: np.ndarray, present: np.ndarray, host: np.ndarray) -> np.ndarray:
+    """Correlation ids made unique across the hosts of a run: CUPTI and ROCm number them per process, so the same
+    id on two hosts is two launches, and the analyses join a GPU op to its call by id. Host ``h``'s ids (>= 0,
+    where ``present``) are shifted by the sum over the hosts before it of (their largest id + 1): a single host, and
+    the first host of a run, keep theirs. Past 2^62 (ids near the int64 limit) they are renumbered densely instead,
+    per (host, id) from 1."""
+    sel = present & (ids >= 0)
+    if not sel.any() or (host[sel] == host[sel][0]).all():
+        return ids
+    hosts = int(host[sel].max()) + 1
+    largest = np.full(hosts, -1, np.int64)
+    np.maximum.at(largest, host[sel], ids[sel])
+    offsets = np.concatenate([[0], np.cumsum(largest + 1)[:-1]])
+    out = ids.copy()
+    if int(offsets[-1]) + int(largest[-1]) < 1 << 62 and int(largest.max()) < 1 << 62:
+        out[sel] = ids[sel] + offsets[host[sel]]
+    else:
+        pairs = np.stack([host[sel].astype(np.int64), ids[sel]], axis=1)
+        out[sel] = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1) + 1
+    return out
+
+
 # ------------------------------------------------------------------------------ names and details
 
 

@@ -48,6 +48,7 @@ from .tf_common import (
     detect_framework,
     discover,
     extract_int,
+    host_unique_ids,
     kernel_columns,
 )
 
@@ -159,6 +160,12 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
     if not frames:
         raise InputError("trace.json holds no host or GPU events", path=source)
     df = pd.concat(frames, ignore_index=True)
+    if host > 1:  # per-process correlation ids: unique over the run's hosts (tf_common.host_unique_ids)
+        present = df["correlation_id"].notna().to_numpy()
+        ids = np.zeros(len(df), np.int64)
+        ids[present] = df["correlation_id"][present].to_numpy(np.int64)
+        unique = host_unique_ids(ids, present, df["pid"].to_numpy(np.int64))
+        df["correlation_id"] = pd.Series(unique, dtype="Int64", index=df.index).mask(~present)
     trace = _to_trace(df, device_rows, source, run)
     if unread:
         total = host + len(unread)

@@ -40,6 +40,7 @@ from ..tf_common import (
     COPY_KIND_LABELS,
     classify_host_name,
     copy_kind_code,
+    host_unique_ids,
     kernel_columns,
 )
 from .columns import dict_column, masked, place
@@ -252,6 +253,7 @@ def _timeline_columns(ev: Events, kinds: _Kinds, r: _Rows) -> dict[str, Any]:
     rows, steps, n_steps, is_gpu, is_xla_op = r.rows, r.steps, r.n_steps, r.is_gpu, r.is_xla_op
     start_all, end_all, origin, ordered = r.start_all, r.end_all, r.origin, r.ordered
     corr, has_corr = stats.int_column("correlation_id")
+    corr = host_unique_ids(corr, has_corr, host_of)  # per-process ids: unique over the run's hosts
     code = _KIND_CODE
 
     # display names: metadata names (runtime suffixes stripped); XLA ops by their metadata display name (the
