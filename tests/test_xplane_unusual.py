@@ -240,3 +240,34 @@ def test_gpu_only_jax_or_tf_profile_is_told_its_own_profilers_host_tracing(tmp_p
         assert (
             "nsys" not in primary["fix"] and named in primary["fix"] and "host_tracer_level" in primary["fix"]
         )
+
+
+def test_under_filled_kernels_of_an_amd_gpu_have_no_made_up_occupancy(tmp_path: Path) -> None:
+    # An AMD GPU's kernels carry grid and block (ROCm's kernel_details) but no register count: occupancy is not
+    # computed, yet the top under-filled kernels listed occupancy 0.0, theoretical 0.0 and waves 0.0 (shown as
+    # "est. 0.0%  theor. 0.0%"), where docs/json.md has null "when not computed". The SM fill is known: 10 blocks
+    # on 100 compute units fill 10%, 90% of each kernel's time lost.
+    from tracelens.analyses import analyze
+
+    details = "grid:10,1,1 block:256,1,1 private_mem:0 group_mem:0"
+    kernels = [pb.event(1, i * 20_000_000, 10_000_000, [pb.stat(1, string=details)]) for i in range(4)]
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [pb.line(2, "Stream #2", 0, kernels)],
+        {1: "fusion.kd"},
+        {1: "kernel_details", 2: "device_vendor", 3: "core_count"},
+        [pb.stat(2, string="AMD"), pb.stat(3, uint64=100)],
+    )
+    path = tmp_path / "amd.xplane.pb"
+    path.write_bytes(pb.space([gpu]))
+    occupancy = analyze(tracelens.load(path))["occupancy"]
+    assert occupancy["computed_count"] == 0 and occupancy["not_computed"]
+    (row,) = occupancy["top_low_occupancy_kernels"]
+    assert row["sm_fill"] == 0.1 and row["lost_ns"] == 4 * 9_000
+    assert (
+        row["occupancy"] is None
+        and row["theoretical"] is None
+        and row["waves"] is None
+        and row["limiter"] is None
+    )
