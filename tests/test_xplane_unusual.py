@@ -271,3 +271,9 @@ def test_under_filled_kernels_of_an_amd_gpu_have_no_made_up_occupancy(tmp_path: 
         and row["waves"] is None
         and row["limiter"] is None
     )
+    # fewer blocks than SMs: known from the grid and the SM count alone (it read 0 under-filled kernels, 0 ns,
+    # beside 36 us lost to under-filled grids)
+    assert row["under_filled_count"] == 4
+    (device,) = occupancy["per_device"]
+    assert device["under_filled_count"] == 4 and device["under_filled_ns"] == 4 * 10_000
+    assert device["under_filled_lost_ns"] == 4 * 9_000

@@ -322,7 +322,7 @@ def _top_kernels(
     del waves
     summary["fill_x_dur"] = summed(_fill_table(per_config)[config, excluded.view(np.int8)] * duration)
     summary["grid_x_dur"] = summed(at_keep("grid") * duration)
-    summary["under_count"] = np.bincount(group, weights=at_keep("blocks_per_sm") < 1, minlength=groups)
+    summary["under_count"] = np.bincount(group, weights=at_keep("grid_fill") < 1, minlength=groups)
     # one configuration on one device: same shape, same limit (the first launch's values)
     first_config = config[first]
     summary["shape_limited"] = ~excluded[first] & _shape_limited_config(per_config)[first_config]
@@ -373,9 +373,9 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         np.isfinite(per_config["estimated"]), per_config["estimated"], per_config["theoretical"]
     )
     computed = np.isfinite(occupancy)
-    under = (
-        per_config["blocks_per_sm"] < 1
-    )  # NaN compares False: unknown SM count never counts as under-filled
+    # fewer blocks than SMs: the grid and the SM count tell it, with or without the occupancy limits (an AMD GPU's
+    # kernels have none); NaN compares False: an unknown SM count never counts as under-filled
+    under = per_config["grid_fill"] < 1
     low = computed & (occupancy < LOW_OCCUPANCY)
     shape_limited_config = _shape_limited_config(per_config)
     # the SM fill per (configuration, excluded), read by a flat index: configuration x 2 + excluded
