@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import InputError
 from ..event_names import is_driver_call, is_step_marker
-from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, PYTHON, RUNTIME, STEP
+from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, OVERHEAD, PYTHON, RUNTIME, STEP
 
 # Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
 DERIVED_FILE_SUFFIXES = (
@@ -46,6 +46,13 @@ _COPY_KIND_BY_NAME = {
     "HTOH": "HtoH",
 }
 _RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
+# The profiler's own Python frames as its Python tracer names them ("$file.py:line function"): jax.profiler's
+# start_trace/stop_trace/trace (jax/_src/profiler.py) and tf.profiler.experimental's start/stop (profiler_v2.py).
+# The tracer records the call that started it: "$profiler.py:101 start_trace" spans 9.7 s before any GPU work in
+# the shared JAX-on-ROCm XSpace. Profiler overhead, not the program's host code.
+_PROFILER_FRAME = re.compile(
+    r"^\$(profiler\.py:\d+ (start_trace|stop_trace|trace)|profiler_v2\.py:\d+ (start|stop))$"
+)
 
 
 # ---------------------------------------------------------------------------------------- discovery
@@ -178,8 +185,8 @@ def classify_host_name(name: str) -> str:
         return RUNTIME
     if is_driver_call(name):
         return DRIVER
-    if name.startswith("$"):
-        return PYTHON  # the Python tracer's frames: "$file.py:line function"
+    if name.startswith("$"):  # the Python tracer's frames: "$file.py:line function"
+        return OVERHEAD if _PROFILER_FRAME.match(name) else PYTHON
     if is_step_marker(name):
         return STEP
     if name.startswith("tracelens/"):

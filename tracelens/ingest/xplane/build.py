@@ -26,6 +26,7 @@ from ...trace import (
     MEMCPY,
     MEMSET,
     OTHER,
+    OVERHEAD,
     PYTHON,
     RUNTIME,
     STEP,
@@ -68,6 +69,7 @@ KIND_LABELS = (
     MEMCPY,
     MEMSET,
     GPU_ANNOTATION,
+    OVERHEAD,
 )
 _KIND_CODE = {k: i for i, k in enumerate(KIND_LABELS)}
 
