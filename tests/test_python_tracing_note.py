@@ -42,3 +42,14 @@ def test_jax_profile_is_not_told_of_torch_profiler() -> None:
     (cause,) = [c for c in doc["diagnosis"]["causes"] if c["cause"] == "host_launch_overhead"]
     assert cause["evidence"]["python_events"] > 0
     assert "torch.profiler" not in cause["fix"] and "jax.profiler.ProfileOptions" in cause["fix"]
+
+
+def test_unexplained_idle_asks_for_the_jax_python_tracer_only_when_it_was_off() -> None:
+    # A JAX profile that records Python calls was told to "enable the Python tracer" (jax_mlp_cuda: 13 Python rows).
+    from tracelens.analyses.diagnosis.unexplained_idle import CAUSE as IDLE
+
+    tracing = {"api_calls": True, "framework_ops": True, "os_runtime": False}
+    on = IDLE.fix({"remedy": "untraced", "host_tracing": {**tracing, "python": True}}, "jax")
+    off = IDLE.fix({"remedy": "untraced", "host_tracing": {**tracing, "python": False}}, "jax")
+    assert "Python tracer" not in on and "TraceAnnotation" in on
+    assert "Python tracer" in off and "python_tracer_level" in off and "TraceAnnotation" in off

@@ -70,7 +70,7 @@ FIXES = {
         "(tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=1)); "
         "check multi-worker peers and input workers.",
         "jax": "The trace does not show what the host did while the GPU idled: add jax.profiler.TraceAnnotation "
-        "ranges, enable the Python tracer, check other hosts in multi-host runs.",
+        "ranges, check other hosts in multi-host runs.",
         "default": "The trace does not show what the host did while the GPU idled: trace OS runtime calls and "
         "sample the CPU (nsys -t cuda,nvtx,osrt --sample=cpu), add NVTX ranges around host work.",
     },
@@ -411,4 +411,15 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     return text + mean_note(cause, by_device) + "."
 
 
-CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost)
+# Added to the jax "untraced" fix where the trace records no Python call (a profile that has them was told to turn on
+# what was on).
+JAX_PYTHON_TRACER = " Enable the Python tracer (python_tracer_level in jax.profiler.ProfileOptions)."
+
+
+def adjust_fix(ev: Evidence, text: str, framework: str) -> str:
+    if framework == "jax" and ev.get("remedy") == "untraced" and not (ev.get("host_tracing") or {}).get("python"):
+        return text + JAX_PYTHON_TRACER
+    return text
+
+
+CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost, adjust_fix=adjust_fix)
