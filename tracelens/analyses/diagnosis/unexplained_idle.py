@@ -417,7 +417,11 @@ JAX_PYTHON_TRACER = " Enable the Python tracer (python_tracer_level in jax.profi
 
 
 def adjust_fix(ev: Evidence, text: str, framework: str) -> str:
-    if framework == "jax" and ev.get("remedy") == "untraced" and not (ev.get("host_tracing") or {}).get("python"):
+    if (
+        framework == "jax"
+        and ev.get("remedy") == "untraced"
+        and not (ev.get("host_tracing") or {}).get("python")
+    ):
         return text + JAX_PYTHON_TRACER
     return text
 
