@@ -55,7 +55,7 @@ from .names import display_names, metadata_flops
 from .schema import protobuf_backend
 from .space import Host
 from .steps import collapse_steps, device_steps, step_from_name
-from .threads import callback_line_threads
+from .threads import CALLBACK_LINE_PREFIX, callback_line_threads
 
 KIND_LABELS = (
     OTHER,
@@ -143,6 +143,8 @@ def _classify(ev: Events) -> _Kinds:
 def _merge_callback_lines(ev: Events, kinds: _Kinds) -> list[dict[str, str]]:
     """Read each API-callback line (``Host Threads/<tid>``) as the thread of the line that nests its calls
     (:mod:`.threads`): its events take that line's thread id. Returns ``{line, into}`` per line merged."""
+    if not any(name.startswith(CALLBACK_LINE_PREFIX) for name in ev.line_names):
+        return []  # no such line (every CUDA trace): no pass over the events
     host = np.flatnonzero(kinds.host_rows & ~ev.aggregated)
     if host.size == 0:
         return []
