@@ -129,3 +129,19 @@ def test_legacy_trace_json_run_reads_the_readable_hosts(
     assert main(["analyze", str(run), "-f", "json"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "a.trace.json.gz" in err[0], err
+
+
+@pytest.mark.parametrize("how", ["symlink", "copy"])
+def test_the_same_profile_twice_in_a_run_is_read_once(tmp_path: Path, how: str) -> None:
+    # a "latest.xplane.pb" link (or a copy) beside the host file was read as a second host: every GPU twice
+    run = _run_dir(tmp_path, {"host.xplane.pb": _space(3)})
+    if how == "symlink":
+        (run / "latest.xplane.pb").symlink_to("host.xplane.pb")
+    else:
+        (run / "latest.xplane.pb").write_bytes(_space(3))
+    trace = tracelens.load(run)
+    kernels = [r for r in trace.events.select(["kind", "device"]).to_pylist() if r["kind"] == "kernel"]
+    assert len(kernels) == 3 and {r["device"] for r in kernels} == {0}
+    assert [Path(h["file"]).name for h in trace.metadata.extra["hosts"]] == ["host.xplane.pb"]
+    notes = [w for w in trace.metadata.warnings if "latest.xplane.pb" in w]
+    assert len(notes) == 1 and "host.xplane.pb" in notes[0] and "read once" in notes[0]

@@ -41,13 +41,22 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
     :class:`InputError`."""
     loaded: list[tuple[Host, int]] = []
     unread: list[tuple[Path, InputError]] = []
+    duplicates: list[str] = []
     for file in files:
         try:
-            loaded.append(load_host(file, len(loaded), 0))
+            host, count = load_host(file, len(loaded), 0)
         except InputError as err:
             if len(files) == 1:
                 raise
             unread.append((file, err))
+            continue
+        # A link or a copy of a host file ("latest.xplane.pb") is that host's profile again, not another host: two
+        # hosts never write the same bytes (host names, times).
+        same = next((h for h, _ in loaded if len(h.data) == len(host.data) and h.data == host.data), None)
+        if same is not None:
+            duplicates.append(f"{file.name}: the same profile as {same.path.name} (a link or a copy): read once")
+            continue
+        loaded.append((host, count))
     if not loaded:
         raise _none_readable(unread, source)
     try:
@@ -68,6 +77,7 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         if not loaded:
             raise _none_readable(unread, source) from None
         trace = _build(loaded, source, run)
+    trace.metadata.warnings.extend(duplicates)
     if unread:
         total = len(loaded) + len(unread)
         for file, problem in unread:
