@@ -54,7 +54,9 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         # hosts never write the same bytes (host names, times).
         same = next((h for h, _ in loaded if len(h.data) == len(host.data) and h.data == host.data), None)
         if same is not None:
-            duplicates.append(f"{file.name}: the same profile as {same.path.name} (a link or a copy): read once")
+            duplicates.append(
+                f"{file.name}: the same profile as {same.path.name} (a link or a copy): read once"
+            )
             continue
         loaded.append((host, count))
     if not loaded:
