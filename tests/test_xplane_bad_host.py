@@ -145,3 +145,21 @@ def test_the_same_profile_twice_in_a_run_is_read_once(tmp_path: Path, how: str) 
     assert [Path(h["file"]).name for h in trace.metadata.extra["hosts"]] == ["host.xplane.pb"]
     notes = [w for w in trace.metadata.warnings if "latest.xplane.pb" in w]
     assert len(notes) == 1 and "host.xplane.pb" in notes[0] and "read once" in notes[0]
+
+
+def test_legacy_trace_json_copy_is_read_once(tmp_path: Path) -> None:
+    import gzip
+
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "name": "thread_name", "pid": 2, "tid": 7, "args": {"name": "Stream #7(Compute)"}},
+        {"ph": "X", "pid": 2, "tid": 7, "name": "k", "ts": 10.0, "dur": 4.0},
+    ]
+    data = gzip.compress(json.dumps({"traceEvents": events}).encode())
+    run = _run_dir(tmp_path, {"host.trace.json.gz": data, "latest.trace.json.gz": data})
+    trace = tracelens.load(run)
+    kernels = [r for r in trace.events.select(["kind", "device"]).to_pylist() if r["kind"] == "kernel"]
+    assert kernels == [{"kind": "kernel", "device": 0}]
+    assert any(
+        "latest.trace.json.gz: the same profile as host.trace.json.gz" in w for w in trace.metadata.warnings
+    )

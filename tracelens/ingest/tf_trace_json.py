@@ -133,12 +133,24 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
     """Read the ``trace.json.gz`` of each host of a run (pid = host ordinal, devices offset per host).
 
     As the xplane reader: a file of a several-file run that cannot be read is left out and named
-    (``metadata.warnings``, ``metadata.extra["unread_host_files"]``); a lone file or no readable file raises."""
+    (``metadata.warnings``, ``metadata.extra["unread_host_files"]``); a lone file or no readable file raises; a
+    file with the bytes of an earlier one (a link or a copy) is read once, with a warning."""
     frames, device_rows = [], []
     offset = 0
     host = 0
     unread: list[tuple[Path, InputError]] = []
+    seen: dict[bytes, str] = {}  # a file's bytes -> its name: a link or a copy of a host file is read once
+    duplicates: list[str] = []
     for path in files:
+        try:
+            data = path.read_bytes() if len(files) > 1 else b""
+        except OSError:
+            data = b""  # the read below says why
+        if data and data in seen:
+            duplicates.append(f"{path.name}: the same profile as {seen[data]} (a link or a copy): read once")
+            continue
+        if data:
+            seen[data] = path.name
         try:
             frame, gpu_names = _frame(path, host)
         except InputError as err:
@@ -167,6 +179,7 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         unique = host_unique_ids(ids, present, df["pid"].to_numpy(np.int64))
         df["correlation_id"] = pd.Series(unique, dtype="Int64", index=df.index).mask(~present)
     trace = _to_trace(df, device_rows, source, run)
+    trace.metadata.warnings.extend(duplicates)
     if unread:
         total = host + len(unread)
         trace.metadata.warnings.extend(
