@@ -163,3 +163,13 @@ def test_legacy_trace_json_copy_is_read_once(tmp_path: Path) -> None:
     assert any(
         "latest.trace.json.gz: the same profile as host.trace.json.gz" in w for w in trace.metadata.warnings
     )
+
+
+def test_convert_and_annotate_write_then_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # they wrote the run without the bad host and exited 0: a script converting runs never learnt of it
+    run = _run_dir(tmp_path, {"a.xplane.pb": _truncated(), "b.xplane.pb": _space(3)})
+    for command, out in (("convert", "t.parquet"), ("convert", "t.csv"), ("annotate", "t.json")):
+        assert main([command, str(run), "-o", str(tmp_path / out)]) == 1, command
+        err = capsys.readouterr().err
+        assert (tmp_path / out).exists()
+        assert "a.xplane.pb" in err and "1 of 2 host files" in err, err

@@ -376,9 +376,10 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
             "table and metadata need Parquet)",
             err=True,
         )
-        return
-    trace.save(output)
-    click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
+    else:
+        trace.save(output)
+        click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
+    _raise_partial_failure({}, _unread_hosts(trace.metadata.extra))
 
 
 @cli.command()
@@ -479,10 +480,13 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
             [(r, f.name, t, dict(run_analyses(t))) for r, f, t in zip(ranks, files, traces, strict=True)],
             output,
         )
+        failures: list[str] = []
     else:
         trace = load(path, **options)
+        failures = _unread_hosts(trace.metadata.extra)
         count = write_annotated(trace, dict(run_analyses(trace)), output)
     click.echo(f"wrote {output} ({count:,} events)", err=True)
+    _raise_partial_failure({}, failures)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
