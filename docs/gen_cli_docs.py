@@ -22,7 +22,7 @@ HEADER = """# Command line reference
 
 Every command prints one line on stderr and exits with code 2 on bad input (missing, empty, truncated,
 corrupt or unknown-format trace; a damaged tracelens Parquet file or saved analysis document), 1 when `diff --fail-on-regression` finds a regression or some ranks of a
-multi-trace run failed, 3 on an internal error, and 0 otherwise.
+multi-trace run (or some host files of a TensorFlow/JAX profile run) failed, 3 on an internal error, and 0 otherwise.
 
 Terminal output (`analyze`, `diff`) is drawn at the terminal's width: `COLUMNS` when set, else the width
 of the terminal on stdout, never below 80 columns; when stdout is no terminal (a pipe, a file, `-o`) and

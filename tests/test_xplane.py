@@ -246,8 +246,8 @@ def test_logdir_discovery_newest_run_and_run_option(tmp_path: Path) -> None:
 def test_several_hosts_of_one_run_read_together(tmp_path: Path) -> None:
     run = tmp_path / "plugins" / "profile" / "r1"
     run.mkdir(parents=True)
-    for host in ("a", "b"):
-        (run / f"{host}.xplane.pb").write_bytes(pb.space([_host_plane(), _gpu_plane(0), _task_env()]))
+    for host in ("a", "b"):  # each names its host (two hosts never write the same bytes; a copy is read once)
+        (run / f"{host}.xplane.pb").write_bytes(pb.space([_host_plane(), _gpu_plane(0), _task_env()], [host]))
     trace = tracelens.load(tmp_path)
     devices = device_utilization(trace)
     # host b's GPU:0 is shifted past host a's GPUs; each has the hand-derived numbers

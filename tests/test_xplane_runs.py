@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import test_xplane_helpers as pb
 
 import tracelens
@@ -77,3 +78,23 @@ def test_newest_run_without_a_profile_names_the_other_runs(tmp_path: Path, capsy
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
     assert "2024_02_01_00_00_00" in lines[0] and "--run 2024_01_01_00_00_00" in lines[0]
+
+
+def test_the_plugins_profile_folder_itself_is_a_logdir(tmp_path: Path) -> None:
+    # Pointing at <logdir>/plugins/profile (the folder TensorBoard writes the runs into) or at <logdir>/plugins
+    # was "no profile found", though the runs lie right there.
+    _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
+    _run(tmp_path, "plugins", "profile", "2024_02_01_00_00_00")
+    for folder in (tmp_path / "plugins" / "profile", tmp_path / "plugins"):
+        trace = tracelens.load(folder)
+        assert trace.metadata.extra["run"] == "2024_02_01_00_00_00"
+        (note,) = [w for w in trace.metadata.warnings if "profile runs" in w]
+        assert "2 profile runs" in note and "--run" in note and "2024_01_01_00_00_00" in note
+    chosen = tracelens.load(tmp_path / "plugins" / "profile", run="2024_01_01_00_00_00")
+    assert chosen.metadata.extra["run"] == "2024_01_01_00_00_00"
+
+
+def test_the_plugins_profile_folder_given_as_dot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
+    monkeypatch.chdir(tmp_path / "plugins" / "profile")
+    assert tracelens.load(Path(".")).metadata.extra["run"] == "2024_01_01_00_00_00"

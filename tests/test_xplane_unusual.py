@@ -216,3 +216,64 @@ def test_gpu_only_profile_names_its_framework_from_the_gpu_side(
     doc = dict(analyze(trace))
     assert doc["source"]["framework"] == framework
     assert doc["diagnosis"]["framework"] == framework
+
+
+def test_gpu_only_jax_or_tf_profile_is_told_its_own_profilers_host_tracing(tmp_path: Path) -> None:
+    # A JAX or TF profile without host events (host_tracer_level=0) was told to "record the host side (nsys -t
+    # cuda,nvtx,osrt)": another profiler, where its own records the host side at its default host tracer level.
+    from tracelens.analyses import analyze
+
+    for module, framework, named in (
+        ("jit_train_step", "jax", "jax.profiler.ProfileOptions"),
+        ("cluster_0", "tensorflow", "tf.profiler.experimental.ProfilerOptions"),
+    ):
+        kernels = [pb.event(1, i * 100_000_000, 30_000_000, [pb.stat(1, string=module)]) for i in range(20)]
+        gpu = pb.plane(
+            1, "/device:GPU:0", [pb.line(5, "Stream #5", 1000, kernels)], {1: "fusion_1"}, {1: "hlo_module"}
+        )
+        path = tmp_path / f"{framework}.xplane.pb"
+        path.write_bytes(pb.space([gpu]))
+        doc = analyze(tracelens.load(path))
+        assert doc["source"]["framework"] == framework
+        primary = doc["diagnosis"]["causes"][0]
+        assert primary["cause"] == "unexplained_idle" and primary["evidence"]["remedy"] == "no_api"
+        assert (
+            "nsys" not in primary["fix"] and named in primary["fix"] and "host_tracer_level" in primary["fix"]
+        )
+
+
+def test_under_filled_kernels_of_an_amd_gpu_have_no_made_up_occupancy(tmp_path: Path) -> None:
+    # An AMD GPU's kernels carry grid and block (ROCm's kernel_details) but no register count: occupancy is not
+    # computed, yet the top under-filled kernels listed occupancy 0.0, theoretical 0.0 and waves 0.0 (shown as
+    # "est. 0.0%  theor. 0.0%"), where docs/json.md has null "when not computed". The SM fill is known: 10 blocks
+    # on 100 compute units fill 10%, 90% of each kernel's time lost.
+    from tracelens.analyses import analyze
+
+    details = "grid:10,1,1 block:256,1,1 private_mem:0 group_mem:0"
+    kernels = [pb.event(1, i * 20_000_000, 10_000_000, [pb.stat(1, string=details)]) for i in range(4)]
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [pb.line(2, "Stream #2", 0, kernels)],
+        {1: "fusion.kd"},
+        {1: "kernel_details", 2: "device_vendor", 3: "core_count"},
+        [pb.stat(2, string="AMD"), pb.stat(3, uint64=100)],
+    )
+    path = tmp_path / "amd.xplane.pb"
+    path.write_bytes(pb.space([gpu]))
+    occupancy = analyze(tracelens.load(path))["occupancy"]
+    assert occupancy["computed_count"] == 0 and occupancy["not_computed"]
+    (row,) = occupancy["top_low_occupancy_kernels"]
+    assert row["sm_fill"] == 0.1 and row["lost_ns"] == 4 * 9_000
+    assert (
+        row["occupancy"] is None
+        and row["theoretical"] is None
+        and row["waves"] is None
+        and row["limiter"] is None
+    )
+    # fewer blocks than SMs: known from the grid and the SM count alone (it read 0 under-filled kernels, 0 ns,
+    # beside 36 us lost to under-filled grids)
+    assert row["under_filled_count"] == 4
+    (device,) = occupancy["per_device"]
+    assert device["under_filled_count"] == 4 and device["under_filled_ns"] == 4 * 10_000
+    assert device["under_filled_lost_ns"] == 4 * 9_000

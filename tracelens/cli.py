@@ -175,17 +175,20 @@ def analyze(
 
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
     else:
-        doc, failures = _analyze_one(paths[0], run_name=run_name), []
+        doc, failures = _analyze_one(paths[0], run_name=run_name)
     with _saved_documents_checked(paths):
         _write_report(doc, fmt, output, plots=not no_plots, png=png, full_names=full_names)
     _raise_partial_failure(doc, failures)
 
 
 def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str]) -> None:
-    """After the output is written: some ranks of a run failed (one line, however many)."""
+    """After the output is written: some ranks of a run failed, or some host files of one trace (an xplane run,
+    its one line from :func:`_unread_hosts`) could not be read (one line, however many)."""
     if failures:
         from .errors import PartialFailure
 
+        if "ranks" not in doc:
+            raise PartialFailure(failures[0])
         shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
         ranks = cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
@@ -202,7 +205,7 @@ def _document(path: str, *, run_name: str | None = None) -> tuple[Document | dic
         from .run import analyze_run
 
         return analyze_run([path])
-    return _analyze_one(path, run_name=run_name), []
+    return _analyze_one(path, run_name=run_name)
 
 
 # Output formats by file extension, for the commands whose -o picks the format.
@@ -249,8 +252,9 @@ def _is_run_directory(path: str) -> bool:
     return is_run_directory(path)
 
 
-def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
-    """The analysis document of a trace, or the one a ``--format json`` file saved (detected by content)."""
+def _analyze_one(path: str, *, run_name: str | None = None) -> tuple[Document, list[str]]:
+    """The analysis document of a trace, or the one a ``--format json`` file saved (detected by content); with
+    the host files of the trace that could not be read (an xplane run's, one line; else none)."""
     from .preload import frozen_imports
 
     # The imports before the read (numpy, pyarrow, tracelens, the trace's reader) and after it (the sections) each
@@ -261,7 +265,7 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
         from .document import load_document, looks_like_document
 
         if looks_like_document(path):
-            return load_document(path)
+            return load_document(path), []
         import_ahead(["tracelens.ingest", "tracelens.analyses", "tracelens.memory"])
         from . import load
         from .analyses import SECTIONS
@@ -277,9 +281,23 @@ def _analyze_one(path: str, *, run_name: str | None = None) -> Document:
         with small_pages(), reusing_array_pages():
             import_ahead(_reader_module(path))
             trace = load(path, **options)
+            failures = _unread_hosts(trace.metadata.extra)
             import_ahead(sections)
             # the trace is this call's alone: its event columns go as soon as no section still to run reads them
-            return run_analyses(trace, release_columns=True)
+            return run_analyses(trace, release_columns=True), failures
+
+
+def _unread_hosts(extra: dict[str, Any]) -> list[str]:
+    """The xplane reader's host files left out of a run (``unread_host_files``) as one line, or none."""
+    unread = extra.get("unread_host_files") or []
+    if not unread:
+        return []
+    shown = "; ".join(f"{Path(u['file']).name}: {u['error']}" for u in unread[:5])
+    more = f"; and {len(unread) - 5} more" if len(unread) > 5 else ""
+    return [
+        f"{len(unread)} of {extra.get('host_files', len(unread))} host files of the run could not be read "
+        f"(the other hosts were analyzed): {shown}{more}"
+    ]
 
 
 def _reader_module(path: str) -> list[str]:
@@ -358,9 +376,10 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
             "table and metadata need Parquet)",
             err=True,
         )
-        return
-    trace.save(output)
-    click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
+    else:
+        trace.save(output)
+        click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
+    _raise_partial_failure({}, _unread_hosts(trace.metadata.extra))
 
 
 @cli.command()
@@ -461,10 +480,13 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
             [(r, f.name, t, dict(run_analyses(t))) for r, f, t in zip(ranks, files, traces, strict=True)],
             output,
         )
+        failures: list[str] = []
     else:
         trace = load(path, **options)
+        failures = _unread_hosts(trace.metadata.extra)
         count = write_annotated(trace, dict(run_analyses(trace)), output)
     click.echo(f"wrote {output} ({count:,} events)", err=True)
+    _raise_partial_failure({}, failures)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -43,6 +43,9 @@ INPUT_PATTERN = re.compile(
     r"enumerate\(DataLoader\)"
     r"|DataLoader\w*Iter\w*\.__next__"
     r"|dataloader\.py\(\d+\): (__next__|_next_data)"
+    # the same frames as the XLA/TF Python tracer names them ("$file.py:line function"), and grain's and tf.data's
+    # Python iterators: a JAX program fed by a torch DataLoader, grain or tf.data
+    r"|^\$(dataloader\.py:\d+ (__next__|_next_data)|data_loader\.py:\d+ __next__|iterator_ops\.py:\d+ __next__)$"
     r"|IteratorGetNext"
     r"|Iterator::"
     r"|^tracelens/data$"
@@ -246,7 +249,15 @@ def is_library_kernel(name: str) -> bool:
 
 
 # Every alternative of INPUT_PATTERN contains one of these: a name without them is not an input wait.
-_INPUT_HINTS = ("DataLoader", "dataloader.py(", "Iterator", "tracelens/data")
+_INPUT_HINTS = (
+    "DataLoader",
+    "dataloader.py(",
+    "Iterator",
+    "tracelens/data",
+    "$dataloader.py:",
+    "$data_loader.py:",
+    "$iterator_ops.py:",
+)
 
 
 def is_input(name: str) -> bool:

@@ -310,13 +310,19 @@ def _top_kernels(
     summary["total_ns"] = summed(duration)
     summary["lost_ns"] = summed(lost)
     summary["occ_x_dur"] = summed(occupancy * kept_duration)
+    # durations of the launches where each was computed: none (an AMD GPU's, with no register count) is null, not 0
+    summary["occ_dur"] = summed(np.where(np.isfinite(occupancy), duration, 0.0))
     del occupancy
     summary["theo_x_dur"] = summed(theoretical * kept_duration)
+    summary["theo_dur"] = summed(np.where(np.isfinite(theoretical), duration, 0.0))
     del theoretical
-    summary["waves_x_dur"] = summed(at_keep("waves") * kept_duration)
+    waves = at_keep("waves")
+    summary["waves_x_dur"] = summed(waves * kept_duration)
+    summary["waves_dur"] = summed(np.where(np.isfinite(waves), duration, 0.0))
+    del waves
     summary["fill_x_dur"] = summed(_fill_table(per_config)[config, excluded.view(np.int8)] * duration)
     summary["grid_x_dur"] = summed(at_keep("grid") * duration)
-    summary["under_count"] = np.bincount(group, weights=at_keep("blocks_per_sm") < 1, minlength=groups)
+    summary["under_count"] = np.bincount(group, weights=at_keep("grid_fill") < 1, minlength=groups)
     # one configuration on one device: same shape, same limit (the first launch's values)
     first_config = config[first]
     summary["shape_limited"] = ~excluded[first] & _shape_limited_config(per_config)[first_config]
@@ -342,10 +348,10 @@ def _top_kernels(
                 "lost_ns": int(round(row.lost_ns)),
                 "sm_fill": _json_float(row.fill_x_dur / total) if total > 0 else None,
                 "grid_blocks": _json_float(row.grid_x_dur / total) if total > 0 else None,
-                "occupancy": _json_float(row.occ_x_dur / total) if total > 0 else None,
-                "theoretical": _json_float(row.theo_x_dur / total) if total > 0 else None,
+                "occupancy": _json_float(row.occ_x_dur / row.occ_dur) if row.occ_dur > 0 else None,
+                "theoretical": _json_float(row.theo_x_dur / row.theo_dur) if row.theo_dur > 0 else None,
                 "shape_occupancy": _json_float(row.shape),
-                "waves": _json_float(row.waves_x_dur / total) if total > 0 else None,
+                "waves": _json_float(row.waves_x_dur / row.waves_dur) if row.waves_dur > 0 else None,
                 "under_filled_count": int(row.under_count),
                 "block_shape_limited": bool(row.shape_limited),
                 "limiter": LIMITER_NAMES[row.limiter] if row.limiter >= 0 else None,
@@ -367,9 +373,9 @@ def occupancy_report(trace: Trace) -> dict[str, Any]:
         np.isfinite(per_config["estimated"]), per_config["estimated"], per_config["theoretical"]
     )
     computed = np.isfinite(occupancy)
-    under = (
-        per_config["blocks_per_sm"] < 1
-    )  # NaN compares False: unknown SM count never counts as under-filled
+    # fewer blocks than SMs: the grid and the SM count tell it, with or without the occupancy limits (an AMD GPU's
+    # kernels have none); NaN compares False: an unknown SM count never counts as under-filled
+    under = per_config["grid_fill"] < 1
     low = computed & (occupancy < LOW_OCCUPANCY)
     shape_limited_config = _shape_limited_config(per_config)
     # the SM fill per (configuration, excluded), read by a flat index: configuration x 2 + excluded

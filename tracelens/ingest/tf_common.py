@@ -8,6 +8,7 @@ a memcpy's name. Both readers import from here; neither imports the other (:mod:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -18,7 +19,7 @@ import pyarrow.compute as pc
 
 from ..errors import InputError
 from ..event_names import is_driver_call, is_step_marker
-from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, PYTHON, RUNTIME, STEP
+from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, OVERHEAD, PYTHON, RUNTIME, STEP
 
 # Files old TF wrote next to (or instead of) the xplane; their presence alone means "no raw trace".
 DERIVED_FILE_SUFFIXES = (
@@ -45,15 +46,34 @@ _COPY_KIND_BY_NAME = {
     "HTOH": "HtoH",
 }
 _RUNTIME_NAME = re.compile(r"^(cuda|hip)[A-Z]")
+# The profiler's own Python frames as its Python tracer names them ("$file.py:line function"): jax.profiler's
+# start_trace/stop_trace/trace (jax/_src/profiler.py) and tf.profiler.experimental's start/stop (profiler_v2.py).
+# The tracer records the call that started it: "$profiler.py:101 start_trace" spans 9.7 s before any GPU work in
+# the shared JAX-on-ROCm XSpace. Profiler overhead, not the program's host code.
+_PROFILER_FRAME = re.compile(
+    r"^\$(profiler\.py:\d+ (start_trace|stop_trace|trace)|profiler_v2\.py:\d+ (start|stop))$"
+)
 
 
 # ---------------------------------------------------------------------------------------- discovery
 
 
+def _profile_dirs(logdir: Path) -> list[Path]:
+    """The ``plugins/profile`` folders at or under ``logdir``: below it, or ``logdir`` itself or its ``profile``
+    child where ``logdir`` is one (a user points at the folder the runs lie in, or at ``plugins``)."""
+    found = sorted(logdir.rglob("plugins/profile"))
+    absolute = Path(os.path.abspath(logdir))  # "." inside plugins/profile has no name of its own
+    if absolute.name == "profile" and absolute.parent.name == "plugins":
+        found.insert(0, logdir)
+    elif absolute.name == "plugins" and (logdir / "profile").is_dir():
+        found.insert(0, logdir / "profile")
+    return found
+
+
 def _run_dirs(logdir: Path) -> dict[str, Path]:
     """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
     runs: dict[str, Path] = {}
-    for profile_dir in sorted(logdir.rglob("plugins/profile")):
+    for profile_dir in _profile_dirs(logdir):
         if profile_dir.is_dir():
             for run in sorted(p for p in profile_dir.iterdir() if p.is_dir()):
                 runs.setdefault(run.name, run)
@@ -131,6 +151,31 @@ def _explain_empty(folder: Path, shown: Path) -> None:
     )
 
 
+# ------------------------------------------------------------------------------ ids across hosts
+
+
+def host_unique_ids(ids: np.ndarray, present: np.ndarray, host: np.ndarray) -> np.ndarray:
+    """Correlation ids made unique across the hosts of a run: CUPTI and ROCm number them per process, so the same
+    id on two hosts is two launches, and the analyses join a GPU op to its call by id. Host ``h``'s ids (>= 0,
+    where ``present``) are shifted by the sum over the hosts before it of (their largest id + 1): a single host, and
+    the first host of a run, keep theirs. Past 2^62 (ids near the int64 limit) they are renumbered densely instead,
+    per (host, id) from 1."""
+    sel = present & (ids >= 0)
+    if not sel.any() or (host[sel] == host[sel][0]).all():
+        return ids
+    hosts = int(host[sel].max()) + 1
+    largest = np.full(hosts, -1, np.int64)
+    np.maximum.at(largest, host[sel], ids[sel])
+    offsets = np.concatenate([[0], np.cumsum(largest + 1)[:-1]])
+    out = ids.copy()
+    if int(offsets[-1]) + int(largest[-1]) < 1 << 62 and int(largest.max()) < 1 << 62:
+        out[sel] = ids[sel] + offsets[host[sel]]
+    else:
+        pairs = np.stack([host[sel].astype(np.int64), ids[sel]], axis=1)
+        out[sel] = np.unique(pairs, axis=0, return_inverse=True)[1].reshape(-1) + 1
+    return out
+
+
 # ------------------------------------------------------------------------------ names and details
 
 
@@ -140,8 +185,8 @@ def classify_host_name(name: str) -> str:
         return RUNTIME
     if is_driver_call(name):
         return DRIVER
-    if name.startswith("$"):
-        return PYTHON  # the Python tracer's frames: "$file.py:line function"
+    if name.startswith("$"):  # the Python tracer's frames: "$file.py:line function"
+        return OVERHEAD if _PROFILER_FRAME.match(name) else PYTHON
     if is_step_marker(name):
         return STEP
     if name.startswith("tracelens/"):

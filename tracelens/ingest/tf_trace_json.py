@@ -48,6 +48,7 @@ from .tf_common import (
     detect_framework,
     discover,
     extract_int,
+    host_unique_ids,
     kernel_columns,
 )
 
@@ -129,21 +130,66 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
 
 
 def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> Trace:
-    """Read the ``trace.json.gz`` of each host of a run (pid = host ordinal, devices offset per host)."""
+    """Read the ``trace.json.gz`` of each host of a run (pid = host ordinal, devices offset per host).
+
+    As the xplane reader: a file of a several-file run that cannot be read is left out and named
+    (``metadata.warnings``, ``metadata.extra["unread_host_files"]``); a lone file or no readable file raises; a
+    file with the bytes of an earlier one (a link or a copy) is read once, with a warning."""
     frames, device_rows = [], []
     offset = 0
-    for host, path in enumerate(files):
-        frame, gpu_names = _frame(path, host)
+    host = 0
+    unread: list[tuple[Path, InputError]] = []
+    seen: dict[bytes, str] = {}  # a file's bytes -> its name: a link or a copy of a host file is read once
+    duplicates: list[str] = []
+    for path in files:
+        try:
+            data = path.read_bytes() if len(files) > 1 else b""
+        except OSError:
+            data = b""  # the read below says why
+        if data and data in seen:
+            duplicates.append(f"{path.name}: the same profile as {seen[data]} (a link or a copy): read once")
+            continue
+        if data:
+            seen[data] = path.name
+        try:
+            frame, gpu_names = _frame(path, host)
+        except InputError as err:
+            if len(files) == 1:
+                raise
+            unread.append((path, err))
+            continue
+        host += 1
         if not frame.empty:
             frame["device"] = frame["device"].map(lambda d, o=offset: None if pd.isna(d) else int(d) + o)
             frames.append(frame)
         for index, name in sorted(gpu_names.items()):
             device_rows.append({"id": index + offset, "name": name, "vendor": None})
         offset += (max(gpu_names) + 1) if gpu_names else 0
+    if not host:
+        shown = "; ".join(f"{f.name}: {err.message}" for f, err in unread[:5])
+        more = f"; and {len(unread) - 5} more" if len(unread) > 5 else ""
+        raise InputError(f"no host file of the run could be read: {shown}{more}", path=source)
     if not frames:
         raise InputError("trace.json holds no host or GPU events", path=source)
     df = pd.concat(frames, ignore_index=True)
-    return _to_trace(df, device_rows, source, run)
+    if host > 1:  # per-process correlation ids: unique over the run's hosts (tf_common.host_unique_ids)
+        present = df["correlation_id"].notna().to_numpy()
+        ids = np.zeros(len(df), np.int64)
+        ids[present] = df["correlation_id"][present].to_numpy(np.int64)
+        unique = host_unique_ids(ids, present, df["pid"].to_numpy(np.int64))
+        df["correlation_id"] = pd.Series(unique, dtype="Int64", index=df.index).mask(~present)
+    trace = _to_trace(df, device_rows, source, run)
+    trace.metadata.warnings.extend(duplicates)
+    if unread:
+        total = host + len(unread)
+        trace.metadata.warnings.extend(
+            f"{f.name}: not read ({err.message}): this host is not in any figure ({len(unread)} of {total} "
+            "host files)"
+            for f, err in unread
+        )
+        trace.metadata.extra["unread_host_files"] = [{"file": str(f), "error": e.message} for f, e in unread]
+        trace.metadata.extra["host_files"] = total
+    return trace
 
 
 def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path, run: str | None) -> Trace:

@@ -48,7 +48,7 @@ class Cause:
     chosen remedy under ``remedy_key`` when ``fixes`` has more than one. ``device_lost(ctx, device)``: the
     device's own lost time to the cause (its device-mean is ``lost_ns``), None for a cause with no per-device
     term; ``lost(ctx, evidence)`` replaces that device-mean where the cause is not one (imbalance).
-    ``fixes``: remedy -> framework -> text; ``adjust_fix(evidence, text)`` adds what the evidence warrants
+    ``fixes``: remedy -> framework -> text; ``adjust_fix(evidence, text, framework)`` adds what the evidence warrants
     (a caution, a preface). ``sentence``: the finding in one sentence with its numbers (plain text).
     ``unreplayed``: the remedies of ``fixes`` that the what-if replay's model of this cause does not represent
     (its predicted gain is then not the gain of the fix given). ``ranked_by_gain``: False where the cause ranks
@@ -62,7 +62,7 @@ class Cause:
     device_lost: Callable[[Context, int], int] | None = None
     lost: Callable[[Context, Evidence], float] | None = None
     remedy_key: str = "remedy"
-    adjust_fix: Callable[[Evidence, str], str] | None = None
+    adjust_fix: Callable[[Evidence, str, str], str] | None = None
     unreplayed: frozenset[str] = frozenset()
     ranked_by_gain: bool = True
 
@@ -71,7 +71,7 @@ class Cause:
 
     def fix(self, evidence: Evidence, framework: str) -> str:
         text = by_framework(framework, self.fixes[self.remedy(evidence)])
-        return self.adjust_fix(evidence, text) if self.adjust_fix else text
+        return self.adjust_fix(evidence, text, framework) if self.adjust_fix else text
 
     def finding(self, ctx: Context) -> Finding | None:
         """``{cause, lost_ns, share, evidence, fix}`` on a trace with GPU activity (None: does not apply)."""

@@ -136,7 +136,7 @@ def evidence(ctx: Context) -> Evidence | None:
     }
 
 
-def adjust_fix(ev: Evidence, text: str) -> str:
+def adjust_fix(ev: Evidence, text: str, _framework: str) -> str:
     if ev["remedy"] == "link_bound":
         text = LINK_BOUND_FIX + " " + text
     if any((ev.get("on_compute_stream_by_device") or {}).values()):

@@ -60,10 +60,17 @@ FIXES = {
         "batch more work per launch.",
     },
 }
+# Which tracer records the Python calls, in the trace's framework's words (a JAX or TF profile never used torch's).
+PYTHON_TRACERS = {
+    "pytorch": "torch.profiler's with_stack=True or a Python tracer",
+    "tensorflow": "the profiler's Python tracer, tf.profiler.experimental.ProfilerOptions(python_tracer_level=1)",
+    "jax": "JAX's Python tracer, python_tracer_level in jax.profiler.ProfileOptions",
+    "default": "a Python tracer",
+}
 PYTHON_TRACING_NOTE = (
-    " Caution: this trace records Python calls ({count:,} Python events: torch.profiler's "
-    "with_stack=True or a Python tracer), which slows the host (several-fold where much Python runs "
-    "per step); confirm the launch overhead on a profile without them before acting on it."
+    " Caution: this trace records Python calls ({count:,} Python events: {tracer}), which slows the host "
+    "(several-fold where much Python runs per step); confirm the launch overhead on a profile without them before "
+    "acting on it."
 )
 
 
@@ -129,8 +136,11 @@ def top_names(trace: Trace) -> None:
     top_host_names(trace, LAUNCH)
 
 
-def adjust_fix(ev: Evidence, text: str) -> str:
-    return text + PYTHON_TRACING_NOTE.format(count=ev["python_events"]) if ev.get("python_events") else text
+def adjust_fix(ev: Evidence, text: str, framework: str) -> str:
+    if not ev.get("python_events"):
+        return text
+    tracer = PYTHON_TRACERS.get(framework, PYTHON_TRACERS["default"])
+    return text + PYTHON_TRACING_NOTE.format(count=ev["python_events"], tracer=tracer)
 
 
 def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:

@@ -46,6 +46,13 @@ FIXES = {
         "pytorch": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
         "idled: record the host side (torch.profiler with ProfilerActivity.CPU beside CUDA, or nsys -t "
         "cuda,nvtx,osrt), then profile again.",
+        # A JAX/TF profile without host events was recorded with host tracing off: its own profiler records it.
+        "tensorflow": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
+        "idled: record the host side (tf.profiler.experimental.ProfilerOptions(host_tracer_level=2), the "
+        "default; 0 records no host activity), then profile again.",
+        "jax": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU idled: "
+        "record the host side (jax.profiler.ProfileOptions with host_tracer_level 1 or more; 0 records no host "
+        "activity), then profile again.",
         "default": "The trace records no CUDA/HIP API call, so nothing shows what the host did while the GPU "
         "idled: record the host side (nsys -t cuda,nvtx,osrt: CUDA API tracing on), then profile again.",
     },
@@ -63,7 +70,7 @@ FIXES = {
         "(tf.profiler.experimental.ProfilerOptions(host_tracer_level=3, python_tracer_level=1)); "
         "check multi-worker peers and input workers.",
         "jax": "The trace does not show what the host did while the GPU idled: add jax.profiler.TraceAnnotation "
-        "ranges, enable the Python tracer, check other hosts in multi-host runs.",
+        "ranges, check other hosts in multi-host runs.",
         "default": "The trace does not show what the host did while the GPU idled: trace OS runtime calls and "
         "sample the CPU (nsys -t cuda,nvtx,osrt --sample=cpu), add NVTX ranges around host work.",
     },
@@ -404,4 +411,19 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     return text + mean_note(cause, by_device) + "."
 
 
-CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost)
+# Added to the jax "untraced" fix where the trace records no Python call (a profile that has them was told to turn on
+# what was on).
+JAX_PYTHON_TRACER = " Enable the Python tracer (python_tracer_level in jax.profiler.ProfileOptions)."
+
+
+def adjust_fix(ev: Evidence, text: str, framework: str) -> str:
+    if (
+        framework == "jax"
+        and ev.get("remedy") == "untraced"
+        and not (ev.get("host_tracing") or {}).get("python")
+    ):
+        return text + JAX_PYTHON_TRACER
+    return text
+
+
+CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost, adjust_fix=adjust_fix)

@@ -8,7 +8,8 @@ One job per module:
 
 - :mod:`.reader`: :func:`read` (file, run directory or logdir) and :func:`read_files` (one run's files);
 - :mod:`.space`: one file's bytes and parsed XSpace, and which planes are read (:class:`.space.Host`);
-- :mod:`.lines`: which lines of those planes are read, and what each is;
+- :mod:`.lines`: which lines of those planes are read, and what each is; :mod:`.threads`: the API-callback lines
+  (``Host Threads/<tid>``) read as the thread whose events nest their calls;
 - :mod:`.events`: where the lines' events lie in the file's bytes, and their fields decoded for all events
   at once; :mod:`.names` (event and stat metadata lookups) and :mod:`.stats` (the stats read) serve it;
 - :mod:`.build`: the event table in named steps (kinds, rows and steps, timeline columns, GPU details,

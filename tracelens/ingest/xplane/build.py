@@ -26,6 +26,7 @@ from ...trace import (
     MEMCPY,
     MEMSET,
     OTHER,
+    OVERHEAD,
     PYTHON,
     RUNTIME,
     STEP,
@@ -40,6 +41,7 @@ from ..tf_common import (
     COPY_KIND_LABELS,
     classify_host_name,
     copy_kind_code,
+    host_unique_ids,
     kernel_columns,
 )
 from .columns import dict_column, masked, place
@@ -53,6 +55,7 @@ from .names import display_names, metadata_flops
 from .schema import protobuf_backend
 from .space import Host
 from .steps import collapse_steps, device_steps, step_from_name
+from .threads import CALLBACK_LINE_PREFIX, callback_line_threads
 
 KIND_LABELS = (
     OTHER,
@@ -66,6 +69,7 @@ KIND_LABELS = (
     MEMCPY,
     MEMSET,
     GPU_ANNOTATION,
+    OVERHEAD,
 )
 _KIND_CODE = {k: i for i, k in enumerate(KIND_LABELS)}
 
@@ -74,11 +78,14 @@ def build_trace(hosts: list[Host], source: Path, run: str | None) -> Trace:
     """The hosts' events as one :class:`Trace` (raises :class:`.wire.WireError` on corrupt event bytes)."""
     ev = walk_events(hosts)
     kinds = _classify(ev)
+    merged = _merge_callback_lines(ev, kinds)
     rows = _rows(ev, kinds, source)
     columns = _timeline_columns(ev, kinds, rows)
     _gpu_detail_columns(ev, kinds, rows, columns)
     events = build_store(columns, sort=False)
     metadata = _metadata(hosts, ev, kinds, rows, source, run)
+    if merged:
+        metadata.extra["merged_host_lines"] = merged
     return Trace(events=events, devices=build_devices(device_rows(hosts)), metadata=metadata)
 
 
@@ -131,6 +138,26 @@ def _classify(ev: Events) -> _Kinds:
     named_step = host_rows & (kind == code[STEP]) & ~has_step_num
     step[named_step] = name_step[name_index[named_step]]
     return _Kinds(kind, host_rows, stream_rows, xla_op_rows, step)
+
+
+def _merge_callback_lines(ev: Events, kinds: _Kinds) -> list[dict[str, str]]:
+    """Read each API-callback line (``Host Threads/<tid>``) as the thread of the line that nests its calls
+    (:mod:`.threads`): its events take that line's thread id. Returns ``{line, into}`` per line merged."""
+    if not any(name.startswith(CALLBACK_LINE_PREFIX) for name in ev.line_names):
+        return []  # no such line (every CUDA trace): no pass over the events
+    host = np.flatnonzero(kinds.host_rows & ~ev.aggregated)
+    if host.size == 0:
+        return []
+    is_api = np.isin(kinds.kind[host], [_KIND_CODE[RUNTIME], _KIND_CODE[DRIVER]])
+    line = ev.line[host]
+    found = callback_line_threads(
+        line, ev.host[host], ev.start_ns[host], ev.end_ns[host], is_api, ev.line_names
+    )
+    merged = []
+    for callback, into in found.items():  # a few lines
+        ev.ident[host[line == callback]] = ev.ident[host[line == into][0]]
+        merged.append({"line": ev.line_names[callback], "into": ev.line_names[into]})
+    return merged
 
 
 @dataclass
@@ -230,6 +257,7 @@ def _timeline_columns(ev: Events, kinds: _Kinds, r: _Rows) -> dict[str, Any]:
     rows, steps, n_steps, is_gpu, is_xla_op = r.rows, r.steps, r.n_steps, r.is_gpu, r.is_xla_op
     start_all, end_all, origin, ordered = r.start_all, r.end_all, r.origin, r.ordered
     corr, has_corr = stats.int_column("correlation_id")
+    corr = host_unique_ids(corr, has_corr, host_of)  # per-process ids: unique over the run's hosts
     code = _KIND_CODE
 
     # display names: metadata names (runtime suffixes stripped); XLA ops by their metadata display name (the

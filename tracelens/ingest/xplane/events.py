@@ -34,6 +34,8 @@ class Events:
     device: np.ndarray  # -1 on host lines
     aggregated: np.ndarray  # num_occurrences > 0: a count, not a time
     have_unix: bool
+    line: np.ndarray  # each event's line, an index into ``line_names``
+    line_names: list[str]  # the selected lines' names
 
 
 def walk_events(hosts: list[Host]) -> Events:
@@ -104,6 +106,8 @@ def walk_events(hosts: list[Host]) -> Events:
         device=device_of,
         aggregated=aggregated,
         have_unix=have_unix,
+        line=event_line,
+        line_names=lines.name,
     )
 
 

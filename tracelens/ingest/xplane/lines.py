@@ -47,6 +47,7 @@ class Lines:
     host: list[int] = field(default_factory=list)
     device: list[int] = field(default_factory=list)  # -1 on host lines
     events: list[Any] = field(default_factory=list)  # repeated-bytes containers
+    name: list[str] = field(default_factory=list)
     where: list[tuple[int, int, int]] = field(default_factory=list)  # (host, plane in space, line in plane)
 
 
@@ -83,5 +84,6 @@ def select_lines(hosts: Sequence[Host], planes: list[Any]) -> Lines:
                 lines.host.append(host.ordinal)
                 lines.device.append(device)
                 lines.events.append(line.events)
+                lines.name.append(line.name or line.display_name)
                 lines.where.append((host_pos, in_space, line_pos))
     return lines
