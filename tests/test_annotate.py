@@ -168,3 +168,29 @@ def test_run_tracks_per_rank(run_written: tuple) -> None:
             assert (
                 rows.size == 1 and int(cols.end[rows[0]] - cols.start[rows[0]]) == remedy["predicted_span_ns"]
             )
+
+
+def test_critical_path_slices_do_not_overlap(tmp_path: Path) -> None:
+    """A sync call recorded as ending before the copy it waited for (host and GPU clocks a few µs apart: the
+    pageable-copies fixture, twice) owns a negative time on the path. Its run's slice began at the copy's end and the
+    next run's at the call's end, before the copy slice ended: slices on one track that overlap without nesting,
+    which Perfetto drops (slice_drop_overlapping_complete_event). The slices tile the path end to end instead; each
+    keeps the document's time in ``args.ns``."""
+    import json
+
+    trace = FIXTURES / "gpu" / "pytorch_pageable-copies_cuda.pt.trace.json.gz"
+    out = tmp_path / "annotated.json"
+    assert main(["annotate", str(trace), "-o", str(out)]) == 0
+    doc = dict(analyze(tracelens.load(trace)))
+    path = doc["whatif"]["critical_path"]
+    events = json.loads(out.read_text())["traceEvents"]
+    track = [e for e in events if e["ph"] == "X" and e["pid"] == ANNOTATION_PID and e["tid"] == PATH_TID]
+    assert any(e["args"]["ns"] < 0 for e in track)  # the case this test is about
+    # in file order (path order) each slice starts where the one before ended: no overlap, no hole (µs text, exact)
+    ends = [round((e["ts"] + e["dur"]) * 1000) for e in track]
+    starts = [round(e["ts"] * 1000) for e in track]
+    assert starts[1:] == ends[:-1]
+    assert all(e["dur"] >= 0 for e in track)
+    assert ends[-1] - starts[0] == path["length_ns"]
+    for category, ns in path["ns"].items():
+        assert sum(e["args"]["ns"] for e in track if e["name"] == category) == ns, category

@@ -7,7 +7,7 @@ and Perfetto read the file back. The added tracks live in their own process, ANN
 
     tid 1              steps (the steps section's windows)
     tid 2              the critical path: runs of one category (host, sync_waits, kernels, copies,
-                       communication), in replayed time
+                       communication), in replayed time, end to end (args.ns: the run's time in the document)
     tid 10 + k         what-if: fixing the k-th remedy, a slice from the first point to the predicted end
     tid 100 + device   the largest GPU idle gaps (attribution section), each named by its largest cause
 
@@ -223,7 +223,12 @@ def added_tracks(
         times = ctx.base.times
         path, setter = path_points(ctx.graph, times)
         category, seg = path_categories(ctx.graph, times, trace, path, setter)
-        begin = np.where(setter >= 0, times[np.maximum(setter, 0)], times[path])
+        # A point may be recorded before its setter (a sync call ending a few µs before the copy it waited for: host
+        # and GPU clocks apart), owning a negative time: slices bounded by the points' own times would then overlap
+        # without nesting, which Perfetto drops. Bounded by the running latest time along the path, the slices tile
+        # the path end to end; each keeps the document's time (args.ns).
+        first_time = times[path[0]] if setter[0] < 0 else min(times[setter[0]], times[path[0]])
+        reached = np.maximum.accumulate(np.maximum(times[path], first_time))
         # runs of one category along the path become one slice each
         new = np.ones(path.size, bool)
         new[1:] = category[1:] != category[:-1]
@@ -234,8 +239,8 @@ def added_tracks(
                 _slice(
                     CATEGORIES[category[a]],
                     PATH_TID,
-                    int(begin[a]),
-                    int(times[path[b - 1]]),
+                    int(reached[a - 1]) if a else int(first_time),
+                    int(reached[b - 1]),
                     ns=int(seg[a:b].sum()),
                 )
             )
