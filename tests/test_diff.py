@@ -131,6 +131,27 @@ def test_kernel_changes() -> None:
     assert k["faster"] == [] and (k["added_count"], k["removed_count"], k["slower_count"]) == (1, 1, 1)
 
 
+def test_kernels_not_compared_against_a_document_without_them() -> None:
+    """A run's document (analyze DIR) has no kernels section: every kernel of the trace it was compared with was
+    listed as added (or removed), as if the run had run none. Not compared, and the renderers say why; a side that
+    was measured and ran no kernel (an empty by_name) still makes the other side's kernels added or removed."""
+    measured = doc([(1, 2)], kernels={"gemm": (10, 100), "attn": (2, 40)})
+    run_like = doc([(1, 2)])  # no "kernels" key, as a run's document
+    for base, head, side in ((run_like, measured, "BASE"), (measured, run_like, "HEAD")):
+        result = compare(base, head)
+        k = result["kernels"]
+        assert k["available"] is False and k["added"] == k["removed"] == [], side
+        assert k["unavailable_reason"].startswith(f"{side} (x) has no kernel table"), k
+        for fmt in ("terminal", "markdown"):
+            text = render_diff(result, fmt)
+            assert "gemm" not in text and "added" not in text, (fmt, text)
+            assert "no kernel table" in text, fmt
+    # measured on both sides, none in HEAD: both kernels removed
+    k = compare(measured, doc([(1, 2)], kernels={}))["kernels"]
+    assert k["available"] is True and k["unavailable_reason"] is None
+    assert sorted(x["name"] for x in k["removed"]) == ["attn", "gemm"] and k["added"] == []
+
+
 def test_render_markdown_and_json() -> None:
     hostile = "a|b</details><script>x</script>"
     base = doc([(80, 100)], steps=[10], kernels={hostile: (1, 10), "k" * 90: (1, 10)})

@@ -253,12 +253,32 @@ def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
     ]
 
 
+def _path(doc: Doc) -> str | None:
+    source = doc.get("source")
+    return source.get("path") if source else None
+
+
 def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     base_kernels, head_kernels = base.get("kernels"), head.get("kernels")
     base_k = {k["name"]: k for k in (base_kernels.get("by_name", []) if base_kernels else [])}
     head_k = {k["name"]: k for k in (head_kernels.get("by_name", []) if head_kernels else [])}
-    if not base_k and not head_k:
-        return {"available": False, "added": [], "removed": [], "slower": [], "faster": []}
+    # A side without a kernels section (a run's document) was not measured per kernel: against it every kernel of
+    # the other side would read as added or removed.
+    unmeasured = [
+        f"{label} ({_path(side)}) has no kernel table"
+        for label, side, section in (("BASE", base, base_kernels), ("HEAD", head, head_kernels))
+        if section is None
+    ]
+    if (unmeasured and (base_k or head_k)) or (not base_k and not head_k):
+        reason = "; ".join(unmeasured) or "neither trace ran a kernel"
+        return {
+            "available": False,
+            "unavailable_reason": f"{reason} (a run's document lists none)" if unmeasured else reason,
+            "added": [],
+            "removed": [],
+            "slower": [],
+            "faster": [],
+        }
 
     def brief(k: KernelRow) -> dict[str, Any]:
         return {"name": k["name"], "count": k["count"], "total_ns": k["total_ns"], "avg_ns": k["avg_ns"]}
@@ -297,6 +317,7 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     )
     return {
         "available": True,
+        "unavailable_reason": None,
         "added_count": len(added),
         "removed_count": len(removed),
         "slower_count": len(slower),

@@ -179,6 +179,10 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
             )
         )
     kernels = result.get("kernels") or {}
+    if not kernels.get("available") and kernels.get("unavailable_reason"):
+        blocks.append(
+            ("Kernels", ["", "## Kernels", "", f"Not compared: {md(kernels['unavailable_reason'])}."])
+        )
     if kernels.get("available"):
         names = FullNames()
         lines = []
@@ -311,6 +315,9 @@ def render_terminal(
             _NUMERIC,
         )
     kernels = result.get("kernels") or {}
+    if not kernels.get("available") and kernels.get("unavailable_reason"):
+        console.print()
+        text(console, f"Kernels: not compared: {kernels['unavailable_reason']}.", style="bold", indent="")
     if kernels.get("available"):
         console.print()
         text(console, f"Kernels: {_kernel_sentence(kernels)}", style="bold", indent="")
