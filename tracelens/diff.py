@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .document import Document, KernelRow, StepStats, summary_of
 
@@ -41,9 +41,20 @@ def gpu_utilization(doc: Doc) -> float | None:
 
 
 def mean_step_ns(doc: Doc) -> float | None:
-    """Mean step duration in ns (``steps.summary.mean_ns``, over every step), null when there are no steps."""
+    """Mean step duration in ns (``steps.summary.mean_ns``, over every step), null when there are no steps; a run's
+    document (no steps section) over every rank's steps (:func:`_run_mean_step_ns`)."""
     stats = summary_of(doc)["steps"]
-    return float(stats["mean_ns"]) if stats else None
+    return float(stats["mean_ns"]) if stats else _run_mean_step_ns(doc)
+
+
+def _run_mean_step_ns(doc: Doc) -> float | None:
+    """Σ ranks[].step_count x ranks[].mean_step_ns / Σ step_count: the mean of every rank's steps, so that two runs'
+    step times are compared (and gated) as two traces' are; null where no rank has a step."""
+    ranks = cast("dict[str, Any]", doc).get("ranks") or []
+    pairs = [(int(r.get("step_count") or 0), r.get("mean_step_ns")) for r in ranks]
+    known = [(n, float(m)) for n, m in pairs if n > 0 and isinstance(m, (int, float))]
+    count = sum(n for n, _ in known)
+    return sum(n * m for n, m in known) / count if count else None
 
 
 def step_stats(doc: Doc) -> StepStats | None:
