@@ -74,8 +74,12 @@ def test_chart_numbers_are_numbers_mermaid_reads():
     significant digits, positional, whatever the size."""
     number = re.compile(r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)")
     doc = {
-        "diagnosis": {"causes": [{"cause": "memcpy", "lost_ns": 50}, {"cause": "startup", "lost_ns": 12_345}]},
-        "gaps": {"devices": [{"device": 0, "timeline": {"edges_ns": [0, 40, 80], "utilization": [1.0, 0.5]}}]},
+        "diagnosis": {
+            "causes": [{"cause": "memcpy", "lost_ns": 50}, {"cause": "startup", "lost_ns": 12_345}]
+        },
+        "gaps": {
+            "devices": [{"device": 0, "timeline": {"edges_ns": [0, 40, 80], "utilization": [1.0, 0.5]}}]
+        },
     }
     lines = lost_time_chart(doc) + utilization_chart(doc)
     assert "    bar [0.00005, 0.0123]" in lines  # 50 ns and 12,345 ns in ms
@@ -84,6 +88,6 @@ def test_chart_numbers_are_numbers_mermaid_reads():
     for line in lines:
         values = re.findall(r"\[([^\]]*)\]|--> (\S+)", line)
         for listed, top in values:
-            for value in (listed.split(", ") if listed else [top]):
+            for value in listed.split(", ") if listed else [top]:
                 if value and value[0].isdigit():
                     assert number.fullmatch(value), (value, line)
