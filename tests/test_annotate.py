@@ -194,3 +194,50 @@ def test_critical_path_slices_do_not_overlap(tmp_path: Path) -> None:
     assert ends[-1] - starts[0] == path["length_ns"]
     for category, ns in path["ns"].items():
         assert sum(e["args"]["ns"] for e in track if e["name"] == category) == ns, category
+
+
+def test_thread_ids_fit_perfettos_and_stay_apart(tmp_path: Path) -> None:
+    """Perfetto reads pid and tid as unsigned 32-bit numbers (json_utils CoerceToUint32) and puts an event whose tid
+    does not fit on the track tid = pid. An xplane's host threads are line ids (-8577355865861345619 and -1 in this
+    JAX fixture): in Perfetto every one of them fell onto one track, their slices overlapping (and dropped). Such a
+    tid becomes a free 32-bit id, one per thread, named by a thread_name event with the thread's own id."""
+    import json
+
+    trace_path = FIXTURES / "gpu" / "jax_mlp_cuda.xplane.pb"
+    out = tmp_path / "annotated.json"
+    assert main(["annotate", str(trace_path), "-o", str(out)]) == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    assert all(0 <= e["pid"] < 2**32 and 0 <= e.get("tid", 0) < 2**32 for e in events)
+    cols = event_columns(tracelens.load(trace_path))
+    host = ~cols.of_kind("kernel", "memcpy", "memset", "gpu_sync", "gpu_annotation")
+    threads = {(int(p), int(t)) for p, t in zip(cols.pid[host], cols.tid[host], strict=True)}
+    assert any(not 0 <= t < 2**32 for _, t in threads)  # the case this test is about
+    gpu_cats = {"kernel", "gpu_memcpy", "gpu_memset", "cuda_sync", "gpu_user_annotation"}
+    written = {
+        (e["pid"], e["tid"])
+        for e in events
+        if e["ph"] == "X" and e["pid"] != ANNOTATION_PID and e["cat"] not in gpu_cats
+    }
+    streams = {(e["pid"], e["tid"]) for e in events if e["ph"] == "X" and e["cat"] in gpu_cats}
+    assert len(written) == len(threads) and not written & streams  # one track per thread, none a GPU stream's
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
+    for _, tid in threads:
+        if not 0 <= tid < 2**32:
+            assert f"thread {tid}" in names.values()
+    # each thread's rows on its own track: the written host rows' starts per track are the thread's starts
+    from tracelens.replay.annotate import CATEGORY
+    from tracelens.trace import ALL_KINDS
+
+    track_of = {(p, t): (p, t) for p, t in threads if 0 <= t < 2**32}
+    track_of.update({(key[0], int(n.split()[1])): key for key, n in names.items() if n.startswith("thread ")})
+    written_kinds = np.isin(cols.kind, [ALL_KINDS.index(k) for k in CATEGORY])
+    for thread, track in track_of.items():
+        rows = host & written_kinds & (cols.pid == thread[0]) & (cols.tid == thread[1])
+        starts = sorted(
+            round(e["ts"] * 1000) for e in events if e["ph"] == "X" and (e["pid"], e["tid"]) == track
+        )
+        assert starts == sorted(cols.start[rows].tolist()), thread

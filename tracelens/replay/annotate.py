@@ -11,6 +11,9 @@ and Perfetto read the file back. The added tracks live in their own process, ANN
     tid 10 + k         what-if: fixing the k-th remedy, a slice from the first point to the predicted end
     tid 100 + device   the largest GPU idle gaps (attribution section), each named by its largest cause
 
+A host thread keeps its tid where it fits Perfetto's unsigned 32-bit tids and is no GPU stream's track; else (an
+xplane's line ids) it gets a free one counted down from 2^32 - 1, named ``thread <its own id>`` (``_host_thread_ids``).
+
 A run (several ranks' traces, ``write_annotated_run``) is one timeline: each rank is one process, pid = its
 rank, named ``rank R (file)``; its host threads keep their tids, its GPU streams get tids GPU_TID_BASE + k
 (named ``GPU d stream s``), and its tracelens tracks the tids above at TRACK_TID_BASE + tid. GPU events carry
@@ -80,6 +83,34 @@ CATEGORY = {
 _GPU_KINDS = (KERNEL, MEMCPY, MEMSET, GPU_SYNC, GPU_ANNOTATION)
 
 
+# Perfetto reads pid and tid as unsigned 32-bit numbers (its json_utils CoerceToUint32)
+UINT32_MAX = 2**32 - 1
+
+
+def _host_thread_ids(
+    pid: np.ndarray, tid: np.ndarray, gpu_pid: np.ndarray, gpu_tid: np.ndarray
+) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
+    """The host rows' tids as written: each thread's own id where it fits Perfetto's unsigned 32-bit tid and is no GPU
+    stream's track in the same process; else (an xplane's line ids, -1 for none) one free id per thread, counted down
+    from 2^32 - 1 (Perfetto puts an event whose tid does not fit on the track tid = pid: every such thread on one
+    track, their slices overlapping). Returns the tids and (pid, written tid, own tid) of each thread given a new one."""
+    pid, tid = pid.astype(np.int64), tid.astype(np.int64)
+    fits = (tid >= 0) & (tid <= UINT32_MAX)
+    key = pid * (UINT32_MAX + 1) + np.where(fits, tid, 0)
+    gpu_key = gpu_pid.astype(np.int64) * (UINT32_MAX + 1) + gpu_tid.astype(np.int64)
+    moved = ~fits | np.isin(key, gpu_key)
+    if not moved.any():
+        return tid, []
+    threads, inverse = np.unique(np.stack([pid[moved], tid[moved]], axis=1), axis=0, return_inverse=True)
+    taken = np.unique(np.concatenate([tid[~moved], gpu_tid.astype(np.int64)]))
+    candidates = np.arange(UINT32_MAX - len(threads) - taken.size, UINT32_MAX + 1, dtype=np.int64)
+    free = np.setdiff1d(candidates, taken)[::-1][: len(threads)]  # from the top down
+    out = tid.copy()
+    out[moved] = free[inverse.reshape(-1)]
+    named = [(int(p), int(f), int(t)) for (p, t), f in zip(threads.tolist(), free.tolist(), strict=True)]
+    return out, named
+
+
 def _json_strings(values: np.ndarray) -> np.ndarray:
     """Each distinct string JSON-encoded once (quotes included); gathered by the caller."""
     return np.array([msgspec.json.encode(str(v)).decode() for v in values], dtype=object)
@@ -129,6 +160,30 @@ def _trace_events(
                     }
                 ).decode()
             )
+    # the host rows' pids and tids as written, every GPU stream's track kept apart from them
+    host_rows = np.flatnonzero(~cols.of_kind(*_GPU_KINDS))
+    host_pid = cols.pid[host_rows] if rank_pid is None else np.full(host_rows.size, rank_pid)
+    if rank_pid is None:
+        gpu_pid = np.maximum(cols.device[gpu_rows], 0)
+        gpu_tid = np.maximum(cols.at("stream", gpu_rows), 0)
+    else:
+        gpu_pid = np.full(keys.size + 1, rank_pid)
+        gpu_tid = np.append(GPU_TID_BASE + np.arange(keys.size), TRACK_TID_BASE)
+    host_tid, renamed = _host_thread_ids(host_pid, cols.tid[host_rows], gpu_pid, gpu_tid)
+    written_tid = np.zeros(cols.kind.size, np.int64)
+    written_tid[host_rows] = host_tid
+    for pid_, new_tid, own_tid in renamed:  # a loop over the threads given a new id (metadata events)
+        out.append(
+            msgspec.json.encode(
+                {
+                    "ph": "M",
+                    "name": "thread_name",
+                    "pid": pid_,
+                    "tid": new_tid,
+                    "args": {"name": f"thread {own_tid}"},
+                }
+            ).decode()
+        )
     names = _json_strings(cols.names) if cols.names.size else np.zeros(0, dtype=object)
     for kind, category in CATEGORY.items():  # a loop over kinds
         rows = np.flatnonzero(cols.kind == ALL_KINDS.index(kind))
@@ -158,7 +213,7 @@ def _trace_events(
                 )
         else:
             pid = pd.Series(cols.pid[rows] if rank_pid is None else np.full(rows.size, rank_pid)).astype(str)
-            tid = pd.Series(cols.tid[rows]).astype(str)
+            tid = pd.Series(written_tid[rows]).astype(str)
         args = '"correlation":' + pd.Series(corr).astype(str) + ',"External id":' + pd.Series(ext).astype(str)
         if gpu:
             args += ',"device":' + device + ',"stream":' + stream
