@@ -241,3 +241,39 @@ def test_thread_ids_fit_perfettos_and_stay_apart(tmp_path: Path) -> None:
             round(e["ts"] * 1000) for e in events if e["ph"] == "X" and (e["pid"], e["tid"]) == track
         )
         assert starts == sorted(cols.start[rows].tolist()), thread
+
+
+def test_launch_to_gpu_op_flows(tmp_path: Path) -> None:
+    """The source trace links each launch call to the GPU op it enqueued (Kineto's ac2g flow events); the annotated
+    trace wrote no flow, so Perfetto drew no arrow from a launch to its kernel. A flow start ("s") on the launch
+    call's track at its start and an end ("f", bound to the enclosing slice: bp "e") on the GPU op's track at its
+    start, one id per GPU op, for every GPU op whose correlation id names exactly one launch call (counted here
+    from the source file itself)."""
+    import gzip
+    import json
+    from collections import Counter
+
+    source = json.loads(gzip.decompress(TRACE.read_bytes()))["traceEvents"]
+    launches = [e for e in source if e.get("cat") in ("cuda_runtime", "cuda_driver") and e.get("ph") == "X"]
+    by_corr = Counter(e["args"].get("correlation") for e in launches)
+    ops = [e for e in source if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+    linked = [e for e in ops if by_corr.get(e["args"].get("correlation")) == 1]
+    assert linked
+    out = tmp_path / "annotated.json"
+    assert main(["annotate", str(TRACE), "-o", str(out)]) == 0
+    events = json.loads(out.read_text())["traceEvents"]
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert len(starts) == len(ends) == len(linked) and starts.keys() == ends.keys()
+    assert all(e["bp"] == "e" and e["cat"] == "ac2g" for e in ends.values())
+    slices = {(e["pid"], e["tid"], round(e["ts"] * 1000)): e for e in events if e["ph"] == "X"}
+    for flow_id, start in starts.items():
+        end = ends[flow_id]
+        launch = slices[(start["pid"], start["tid"], round(start["ts"] * 1000))]
+        op = slices[(end["pid"], end["tid"], round(end["ts"] * 1000))]
+        assert launch["cat"] in ("cuda_runtime", "cuda_driver") and op["cat"] in (
+            "kernel",
+            "gpu_memcpy",
+            "gpu_memset",
+        )
+        assert launch["args"]["correlation"] == op["args"]["correlation"]

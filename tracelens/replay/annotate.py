@@ -11,6 +11,9 @@ and Perfetto read the file back. The added tracks live in their own process, ANN
     tid 10 + k         what-if: fixing the k-th remedy, a slice from the first point to the predicted end
     tid 100 + device   the largest GPU idle gaps (attribution section), each named by its largest cause
 
+Each GPU op whose correlation id names exactly one launch call gets Kineto's launch-to-op flow (``ac2g``: "s" on the
+call, "f" bound to the op), the arrow Perfetto draws from a launch to its kernel (``_flows``).
+
 A host thread keeps its tid where it fits Perfetto's unsigned 32-bit tids and is no GPU stream's track; else (an
 xplane's line ids) it gets a free one counted down from 2^32 - 1, named ``thread <its own id>`` (``_host_thread_ids``).
 
@@ -170,8 +173,16 @@ def _trace_events(
         gpu_pid = np.full(keys.size + 1, rank_pid)
         gpu_tid = np.append(GPU_TID_BASE + np.arange(keys.size), TRACK_TID_BASE)
     host_tid, renamed = _host_thread_ids(host_pid, cols.tid[host_rows], gpu_pid, gpu_tid)
+    # every row's pid and tid as written (GPU ops: the device and stream, or in run mode the rank and the stream's
+    # tid), read by the rows' events and the flows
+    written_pid = np.zeros(cols.kind.size, np.int64)
     written_tid = np.zeros(cols.kind.size, np.int64)
-    written_tid[host_rows] = host_tid
+    written_pid[host_rows], written_tid[host_rows] = host_pid, host_tid
+    if rank_pid is None:
+        written_pid[gpu_rows], written_tid[gpu_rows] = gpu_pid, gpu_tid
+    else:
+        written_pid[gpu_rows] = rank_pid
+        written_tid[gpu_rows] = GPU_TID_BASE + np.searchsorted(keys, stream_key[gpu_rows])
     for pid_, new_tid, own_tid in renamed:  # a loop over the threads given a new id (metadata events)
         out.append(
             msgspec.json.encode(
@@ -195,13 +206,11 @@ def _trace_events(
         start, end = cols.start[rows], cols.end[rows]
         corr = cols.at("correlation_id", rows).astype(np.int64)
         ext = cols.external_id[rows].astype(np.int64)
+        pid, tid = pd.Series(written_pid[rows]).astype(str), pd.Series(written_tid[rows]).astype(str)
         if gpu:
             device = pd.Series(np.maximum(cols.device[rows], 0)).astype(str)
             stream = pd.Series(np.maximum(cols.at("stream", rows), 0)).astype(str)
-            pid, tid = device, stream
             if rank_pid is not None:
-                pid = pd.Series(np.full(rows.size, rank_pid)).astype(str)
-                tid = pd.Series(GPU_TID_BASE + np.searchsorted(keys, stream_key[rows])).astype(str)
                 local = device
                 run_devices = np.unique(np.maximum(cols.device[gpu_rows], 0))
                 device = (
@@ -211,9 +220,6 @@ def _trace_events(
                     + ',"local_device":'
                     + local
                 )
-        else:
-            pid = pd.Series(cols.pid[rows] if rank_pid is None else np.full(rows.size, rank_pid)).astype(str)
-            tid = pd.Series(written_tid[rows]).astype(str)
         args = '"correlation":' + pd.Series(corr).astype(str) + ',"External id":' + pd.Series(ext).astype(str)
         if gpu:
             args += ',"device":' + device + ',"stream":' + stream
@@ -239,7 +245,48 @@ def _trace_events(
             + "}}"
         )
         out.extend(text.tolist())
+    out.extend(_flows(cols, written_pid, written_tid, shift_ns, 0 if rank_pid is None else rank_pid))
     return out
+
+
+def _flows(cols: Any, pid: np.ndarray, tid: np.ndarray, shift_ns: int, rank: int) -> list[str]:
+    """Kineto's launch-to-GPU-op flows (cat ``ac2g``): for each kernel, copy or memset whose correlation id names
+    exactly one launch call (a runtime or driver call; an id two calls share, e.g. two processes', links none), a
+    flow start ("s") on the call's track at its start and an end ("f", bound to the enclosing slice: ``bp`` "e") on
+    the op's track at its start, so Perfetto draws the arrow the source trace had. One id per GPU op: its row, plus
+    rank x 2^32 in a run (every rank's ids apart, below 2^53 for JavaScript readers)."""
+    import pandas as pd
+
+    corr = cols.at("correlation_id", np.arange(cols.kind.size)).astype(np.int64)
+    launches = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER) & (corr >= 0))
+    ids, first, counts = np.unique(corr[launches], return_index=True, return_counts=True)
+    if ids.size == 0:
+        return []
+    ops = np.flatnonzero(cols.of_kind(KERNEL, MEMCPY, MEMSET) & (corr >= 0))
+    at = np.minimum(np.searchsorted(ids, corr[ops]), ids.size - 1)
+    linked = (ids[at] == corr[ops]) & (counts[at] == 1)
+    ops = ops[linked]
+    if ops.size == 0:
+        return []
+    calls = launches[first[at[linked]]]
+    flow_id = pd.Series(rank * 2**32 + ops).astype(str)
+
+    def _event(phase: str, rows: np.ndarray) -> pd.Series:
+        return (
+            '{"ph":"'
+            + phase
+            + '","cat":"ac2g","name":"ac2g","id":'
+            + flow_id
+            + ',"pid":'
+            + pd.Series(pid[rows]).astype(str)
+            + ',"tid":'
+            + pd.Series(tid[rows]).astype(str)
+            + ',"ts":'
+            + _us(cols.start[rows] + shift_ns)
+            + ("}" if phase == "s" else ',"bp":"e"}')
+        )
+
+    return _event("s", calls).tolist() + _event("f", ops).tolist()
 
 
 def added_tracks(
