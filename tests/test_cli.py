@@ -187,3 +187,18 @@ def test_unwritable_output_one_line_exit_2(parquet_trace, tmp_path, capsys):
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1 and f"{out}: cannot write" in err[0], (argv, err)
             assert "internal error" not in err[0]
+
+
+def test_run_option_on_a_file_is_a_usage_error(parquet_trace, tmp_path, capsys):
+    """--run picks a profile run in a TensorBoard logdir; given with a trace file (or a directory of ranks' traces)
+    it was ignored without a word, the file read as if it named that run. One line naming the file, exit 2."""
+    for argv in (
+        ["analyze", str(parquet_trace), "--run", "2024_01_01"],
+        ["report", str(parquet_trace), "--run", "2024_01_01"],
+        ["convert", str(parquet_trace), "-o", str(tmp_path / "x.csv"), "--run", "2024_01_01"],
+        ["annotate", str(parquet_trace), "-o", str(tmp_path / "x.json"), "--run", "2024_01_01"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(parquet_trace) in err[0] and "--run" in err[0], (argv, err)
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.json").exists()

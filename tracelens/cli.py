@@ -168,6 +168,7 @@ def analyze(
     from .report import format_for_path
 
     refuse_input_as_output(output, paths)
+    _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
     doc: Document  # a run's document is a Document with the run's keys
     if (
@@ -240,6 +241,21 @@ def _threshold(value: float | None) -> float | None:
     if value is not None and (math.isnan(value) or value < 0):
         raise click.BadParameter(f"{value!r}: the threshold is a number >= 0 (points, percent)")
     return value
+
+
+def _refuse_run_option(paths: Sequence[str], run_name: str | None) -> None:
+    """--run picks a profile run in a TensorBoard logdir: with a trace file or a directory of ranks' traces it would
+    be ignored without a word, so it is a usage error there."""
+    if run_name is None:
+        return
+    for path in paths:
+        if os.path.isfile(path) or _is_run_directory(path):
+            from .errors import UsageError
+
+            what = "a trace file" if os.path.isfile(path) else "a directory of traces (one per rank)"
+            raise UsageError(
+                f"--run {run_name} picks a profile run in a TensorBoard logdir; this is {what}", path=path
+            )
 
 
 def _is_run_directory(path: str) -> bool:
@@ -327,6 +343,7 @@ def report(
     """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a run directory,
     one trace per rank, or a document saved with analyze --format json)."""
     refuse_input_as_output(output, [path])
+    _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
     doc, failures = _document(path, run_name=run_name)
     with _saved_documents_checked([path]):
@@ -352,6 +369,7 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     from . import load
 
     refuse_input_as_output(output, [path])
+    _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
@@ -460,6 +478,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
     from .run import expand_paths, is_run_directory, resolve_ranks
 
     refuse_input_as_output(output, [path])
+    _refuse_run_option([path], run_name)
     options = {"run": run_name} if run_name else {}
     if is_run_directory(path):
         files = expand_paths([path])
