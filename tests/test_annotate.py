@@ -25,11 +25,26 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, object, Pat
     return dict(analyze(tracelens.load(TRACE))), tracelens.load(out), out
 
 
-def _track(trace: object, tid: int) -> tuple[list[str], np.ndarray, np.ndarray]:
-    cols = event_columns(trace)
-    rows = np.flatnonzero((cols.pid == ANNOTATION_PID) & (cols.tid == tid))
-    rows = rows[np.argsort(cols.start[rows], kind="stable")]
-    return [str(cols.names[c]) for c in cols.name[rows]], cols.start[rows], cols.end[rows]
+def _file_events(path: Path) -> list[dict]:
+    import gzip
+    import json
+
+    data = path.read_bytes()
+    return json.loads(gzip.decompress(data) if path.name.endswith(".gz") else data)["traceEvents"]
+
+
+def _track(path: Path, tid: int, pid: int = ANNOTATION_PID) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """A tracelens track as written (the reader skips them): names, starts and ends (ns) in time order."""
+    rows = sorted(
+        (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), e["name"])
+        for e in _file_events(path)
+        if e["ph"] == "X" and e["pid"] == pid and e["tid"] == tid
+    )
+    return (
+        [n for _, _, n in rows],
+        np.array([s for s, _, _ in rows], np.int64),
+        np.array([e for _, e, _ in rows], np.int64),
+    )
 
 
 def test_own_events_survive(written: tuple) -> None:
@@ -49,8 +64,8 @@ def test_own_events_survive(written: tuple) -> None:
 
 
 def test_steps_track(written: tuple) -> None:
-    doc, back, _ = written
-    names, starts, ends = _track(back, STEPS_TID)
+    doc, _, out = written
+    names, starts, ends = _track(out, STEPS_TID)
     steps = doc["steps"]["steps"]
     assert names == [f"step {s['step']}" for s in steps]
     assert starts.tolist() == [s["start_ns"] for s in steps]
@@ -58,8 +73,8 @@ def test_steps_track(written: tuple) -> None:
 
 
 def test_critical_path_track(written: tuple) -> None:
-    doc, back, _ = written
-    names, starts, ends = _track(back, PATH_TID)
+    doc, _, out = written
+    names, starts, ends = _track(out, PATH_TID)
     path = doc["whatif"]["critical_path"]
     # slices tile the path: per category, their lengths add up to the document's figures
     for category, ns in path["ns"].items():
@@ -69,19 +84,19 @@ def test_critical_path_track(written: tuple) -> None:
 
 
 def test_whatif_tracks(written: tuple) -> None:
-    doc, back, _ = written
+    doc, _, out = written
     remedies = doc["whatif"]["remedies"]
     assert remedies
     for k, remedy in enumerate(remedies):
-        names, starts, ends = _track(back, WHATIF_TID + k)
+        names, starts, ends = _track(out, WHATIF_TID + k)
         assert len(names) == 1 and names[0].startswith(f"fixing {remedy['cause']}")
         assert int(ends[0] - starts[0]) == remedy["predicted_span_ns"]
 
 
 def test_idle_gap_tracks(written: tuple) -> None:
-    doc, back, _ = written
+    doc, _, out = written
     for device in doc["attribution"]["devices"]:
-        names, starts, ends = _track(back, GAPS_TID + device["device"])
+        names, starts, ends = _track(out, GAPS_TID + device["device"])
         largest = sorted(device["largest"], key=lambda g: g["start_ns"])
         assert starts.tolist() == [g["start_ns"] for g in largest]
         assert (ends - starts).tolist() == [g["duration_ns"] for g in largest]
@@ -153,21 +168,17 @@ def test_run_ranks_on_one_timeline(run_written: tuple) -> None:
 def test_run_tracks_per_rank(run_written: tuple) -> None:
     from tracelens.replay.annotate import TRACK_TID_BASE
 
-    _, back, doc, _ = run_written
-    cols = event_columns(back)
+    _, _, doc, out = run_written
     steps = doc["steps"]["steps"]
     for rank, shift in ((0, 0), (1, SHIFT_NS)):
-        rows = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + STEPS_TID))
-        rows = rows[np.argsort(cols.start[rows], kind="stable")]
-        assert [str(cols.names[c]) for c in cols.name[rows]] == [f"step {s['step']}" for s in steps]
-        assert cols.start[rows].tolist() == [s["start_ns"] + shift for s in steps]
-        path = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + PATH_TID))
-        assert int((cols.end[path] - cols.start[path]).sum()) == doc["whatif"]["critical_path"]["length_ns"]
+        names, starts, _ = _track(out, TRACK_TID_BASE + STEPS_TID, pid=rank)
+        assert names == [f"step {s['step']}" for s in steps]
+        assert starts.tolist() == [s["start_ns"] + shift for s in steps]
+        _, starts, ends = _track(out, TRACK_TID_BASE + PATH_TID, pid=rank)
+        assert int((ends - starts).sum()) == doc["whatif"]["critical_path"]["length_ns"]
         for k, remedy in enumerate(doc["whatif"]["remedies"]):
-            rows = np.flatnonzero((cols.pid == rank) & (cols.tid == TRACK_TID_BASE + WHATIF_TID + k))
-            assert (
-                rows.size == 1 and int(cols.end[rows[0]] - cols.start[rows[0]]) == remedy["predicted_span_ns"]
-            )
+            _, starts, ends = _track(out, TRACK_TID_BASE + WHATIF_TID + k, pid=rank)
+            assert starts.size == 1 and int(ends[0] - starts[0]) == remedy["predicted_span_ns"]
 
 
 def test_critical_path_slices_do_not_overlap(tmp_path: Path) -> None:
@@ -277,3 +288,16 @@ def test_launch_to_gpu_op_flows(tmp_path: Path) -> None:
             "gpu_memset",
         )
         assert launch["args"]["correlation"] == op["args"]["correlation"]
+
+
+def test_tracks_are_not_read_back_as_the_programs(written: tuple) -> None:
+    """tracelens's own tracks were written as user_annotation slices: the annotated trace read back by tracelens had
+    them as the program's annotations ("fixing low_occupancy: no gain" named as what the host did while the GPU
+    idled, "host" and "step 1" at the top of the host side). Written with their own category, ``tracelens``, which
+    the Kineto reader skips; the read-back trace has none of them and the same host side as the source."""
+    doc, back, _ = written
+    cols = event_columns(back)
+    assert not (cols.pid == ANNOTATION_PID).any()
+    doc_back = analyze(back, sections=["host"])
+    top = lambda d: [(r["kind"], r["name"], r["count"]) for r in d["host"]["top"]]  # noqa: E731
+    assert top(doc_back) == top(doc)

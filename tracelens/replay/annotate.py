@@ -3,7 +3,8 @@
 The trace's own events are written in Kineto's shape (categories ``kernel``, ``gpu_memcpy``, ``cuda_runtime``,
 ``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``), so tracelens
 and Perfetto read the file back. The added tracks live in their own process, ANNOTATION_PID ("tracelens"), as
-``user_annotation`` slices:
+slices of their own category, ``tracelens`` (TRACK_CATEGORY: the Kineto reader skips it, so a read-back trace is
+the program's alone):
 
     tid 1              steps (the steps section's windows)
     tid 2              the critical path: runs of one category (host, sync_waits, kernels, copies,
@@ -62,6 +63,9 @@ if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs wit
     import pandas as pd
 
 ANNOTATION_PID = 999_999_999
+# The added tracks' category: not one of the program's (a user_annotation read back was taken for the program's own
+# range); tracelens's Kineto reader skips it (ingest/kineto/blocks.py), Perfetto shows it like any other.
+TRACK_CATEGORY = "tracelens"
 STEPS_TID, PATH_TID, WHATIF_TID, GAPS_TID = 1, 2, 10, 100
 # run mode: a rank's GPU streams and tracelens tracks within its process (host tids are OS thread ids, below)
 GPU_TID_BASE = 1_000_000_000
@@ -303,7 +307,7 @@ def added_tracks(
     def _slice(name: str, tid: int, start: int, end: int, **args: Any) -> dict[str, Any]:
         return {
             "ph": "X",
-            "cat": "user_annotation",
+            "cat": TRACK_CATEGORY,
             "name": name,
             "pid": pid,
             "tid": tid_base + tid,
