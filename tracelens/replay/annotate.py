@@ -1,8 +1,10 @@
 """The trace as a Chrome trace-event file (Perfetto, chrome://tracing) with tracelens's findings as added tracks.
 
 The trace's own events are written in Kineto's shape (categories ``kernel``, ``gpu_memcpy``, ``cuda_runtime``,
-``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``), so tracelens
-and Perfetto read the file back. The added tracks live in their own process, ANNOTATION_PID ("tracelens"), as
+``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``; kernels' grid,
+block, registers and shared memory, ops' recorded shapes, flops and collective args under Kineto's keys; the device
+table as ``deviceProperties``), so tracelens and Perfetto read the file back: read back, a Kineto or Nsight trace
+gives the source's summary (an xplane's steps, named by its own step markers, are not found again). The added tracks live in their own process, ANNOTATION_PID ("tracelens"), as
 slices of their own category, ``tracelens`` (TRACK_CATEGORY: the Kineto reader skips it, so a read-back trace is
 the program's alone):
 
@@ -231,6 +233,9 @@ def _trace_events(
             args += pd.Series(
                 np.where(nbytes >= 0, ',"bytes":' + pd.Series(nbytes).astype(str), ""), dtype=object
             )
+        if kind == KERNEL:
+            args += _kernel_args(cols, rows, trace)
+        args += _op_args(trace, rows)
         text = (
             '{"ph":"X","cat":"'
             + category
@@ -250,6 +255,131 @@ def _trace_events(
         )
         out.extend(text.tolist())
     out.extend(_flows(cols, written_pid, written_tid, shift_ns, 0 if rank_pid is None else rank_pid))
+    return out
+
+
+# The device table's columns under Kineto's deviceProperties keys (the names its reader takes them from).
+KINETO_DEVICE_KEYS = {
+    "name": "name",
+    "sm_count": "numSms",
+    "compute_major": "computeMajor",
+    "compute_minor": "computeMinor",
+    "warp_size": "warpSize",
+    "max_threads_per_sm": "maxThreadsPerMultiprocessor",
+    "max_threads_per_block": "maxThreadsPerBlock",
+    "max_blocks_per_sm": "maxBlocksPerMultiprocessor",
+    "regs_per_sm": "regsPerMultiprocessor",
+    "regs_per_block": "regsPerBlock",
+    "shared_mem_per_sm": "sharedMemPerMultiprocessor",
+    "shared_mem_per_block": "sharedMemPerBlock",
+    "shared_mem_per_block_optin": "sharedMemPerBlockOptin",
+    "total_memory_bytes": "totalGlobalMem",
+    "clock_rate_khz": "clockRate",
+}
+
+
+def device_properties(trace: Trace, ids: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """The trace's device table as Kineto's ``deviceProperties`` (the GPU's name, SM count, compute capability and
+    limits that occupancy needs), each device under ``ids[its id]`` (a run's numbering) or its own id."""
+    out = []
+    for device in trace.devices.to_pylist():  # a loop over the few devices
+        own = int(device["id"])
+        entry: dict[str, Any] = {"id": (ids or {}).get(own, own)}
+        entry.update(
+            {key: device[col] for col, key in KINETO_DEVICE_KEYS.items() if device.get(col) is not None}
+        )
+        out.append(entry)
+    return out
+
+
+def _kernel_args(cols: Any, rows: np.ndarray, trace: Trace) -> pd.Series:
+    """Kernels' geometry args as Kineto writes them (``grid``, ``block``, ``registers per thread``, ``shared memory``:
+    static + dynamic; ``est. achieved occupancy %``: the producer's own estimate), each where the kernel has it: what
+    occupancy is computed from, and shown on the slice."""
+    import pandas as pd
+
+    text = [
+        pd.Series(cols.at(column, rows).astype(np.int64)).astype(str)
+        for column in ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+    ]
+    geometry = ',"grid":[' + text[0] + "," + text[1] + "," + text[2] + '],"block":['
+    geometry += text[3] + "," + text[4] + "," + text[5] + "]"
+    has_geometry = (cols.at("grid_x", rows) >= 0) & (cols.at("block_x", rows) >= 0)
+    registers = cols.at("registers_per_thread", rows).astype(np.int64)
+    static, dynamic = cols.at("static_shared_bytes", rows), cols.at("dynamic_shared_bytes", rows)
+    shared = np.maximum(static, 0).astype(np.int64) + np.maximum(dynamic, 0)
+    out = pd.Series(np.where(has_geometry, geometry, ""), dtype=object)
+    out += pd.Series(
+        np.where(registers >= 0, ',"registers per thread":' + pd.Series(registers).astype(str), ""),
+        dtype=object,
+    )
+    out += pd.Series(
+        np.where((static >= 0) | (dynamic >= 0), ',"shared memory":' + pd.Series(shared).astype(str), ""),
+        dtype=object,
+    )
+    if "reported_occupancy" in trace.events.column_names:
+        reported = trace.events.column("reported_occupancy").take(rows).to_numpy(zero_copy_only=False)
+        percent = reported.astype(np.float64) * 100
+        out += pd.Series(
+            np.where(
+                np.isfinite(percent), ',"est. achieved occupancy %":' + pd.Series(percent).astype(str), ""
+            ),
+            dtype=object,
+        )
+    return out
+
+
+# The op columns (docs/schema.md, since 1.1) under the Kineto args keys they are read from: JSON text written as it
+# is (canonical JSON), numbers as numbers, texts as JSON strings.
+KINETO_OP_KEYS = (
+    ("input_dims", "Input Dims", "json"),
+    ("input_types", "Input type", "json"),
+    ("concrete_inputs", "Concrete Inputs", "json"),
+    ("flops", "flops", "number"),
+    ("msg_in_elems", "In msg nelems", "number"),
+    ("msg_out_elems", "Out msg nelems", "number"),
+    ("msg_dtype", "dtype", "text"),
+    ("group_size", "Group size", "number"),
+    ("collective_name", "Collective name", "text"),
+    ("process_group", "Process Group Name", "text"),
+    ("group_ranks", "Process Group Ranks", "text"),
+)
+
+
+def _op_args(trace: Trace, rows: np.ndarray) -> pd.Series | str:
+    """The rows' recorded op args (shapes, flops, a collective's message and group) as Kineto writes them, each where
+    the row has it: what the FLOP count and the communication analysis read ("" where a kind's rows have none). Texts
+    are JSON-encoded once per distinct value (dictionary columns), numbers cast by Arrow (shortest round-trip text)."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out: pd.Series | str = ""
+    names = trace.events.column_names
+    for column, key, form in KINETO_OP_KEYS:  # a loop over the few op columns
+        if column not in names:
+            continue
+        values = trace.events.column(column).take(pa.array(rows)).combine_chunks()
+        if values.null_count == len(values):
+            continue
+        present = pc.is_valid(values).to_numpy(zero_copy_only=False)
+        if pa.types.is_floating(values.type):  # NaN or infinity: no JSON number, left out as a missing value is
+            present &= np.isfinite(values.to_numpy(zero_copy_only=False))
+        if pa.types.is_dictionary(values.type):
+            distinct = values.dictionary.to_pylist()
+            encoded = np.array(
+                [v if form == "json" else msgspec.json.encode(v).decode() for v in distinct] or [""],
+                dtype=object,
+            )
+            index = values.indices.to_numpy(zero_copy_only=False)[present].astype(np.int64)
+            text = encoded[index]
+        else:
+            text = pc.cast(values.filter(pa.array(present)), pa.string()).to_numpy(zero_copy_only=False)
+            if form == "text":
+                text = np.array([msgspec.json.encode(v).decode() for v in text], dtype=object)
+        part = np.full(rows.size, "", dtype=object)
+        part[present] = f',"{key}":' + pd.Series(text, dtype=object)
+        out = out + pd.Series(part, dtype=object)
     return out
 
 
@@ -385,8 +515,9 @@ def added_tracks(
     return events
 
 
-def _write(events: list[str], path: str | Path) -> int:
-    data = ('{"traceEvents":[' + ",".join(events) + "]}").encode()
+def _write(events: list[str], path: str | Path, devices: list[dict[str, Any]] | None = None) -> int:
+    head = '{"deviceProperties":' + msgspec.json.encode(devices).decode() + "," if devices else "{"
+    data = (head + '"traceEvents":[' + ",".join(events) + "]}").encode()
     target = Path(path)
     target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
     return len(events)
@@ -396,7 +527,7 @@ def write_annotated(trace: Trace, doc: dict[str, Any], path: str | Path) -> int:
     """Write the annotated Chrome trace (gzip when the name ends in .gz); return the number of events."""
     own = _trace_events(trace)
     added = [msgspec.json.encode(e).decode() for e in added_tracks(trace, doc)]
-    return _write(own + added, path)
+    return _write(own + added, path, device_properties(trace))
 
 
 def rank_shifts(traces: list[Trace]) -> list[int]:
@@ -410,6 +541,7 @@ def write_annotated_run(ranks: list[tuple[int, str, Trace, dict[str, Any]]], pat
     process per rank (pid = rank), clocks aligned (``rank_shifts``); return the number of events."""
     shifts = rank_shifts([trace for _, _, trace, _ in ranks])
     events: list[str] = []
+    devices: list[dict[str, Any]] = []
     device_base = 0
     for (rank, label, trace, doc), shift in zip(ranks, shifts, strict=True):  # a loop over ranks
         events.append(
@@ -419,11 +551,15 @@ def write_annotated_run(ranks: list[tuple[int, str, Trace, dict[str, Any]]], pat
         )
         events.extend(_trace_events(trace, shift, rank_pid=rank, device_base=device_base))
         cols = event_columns(trace)
-        device_base += int(np.unique(np.maximum(cols.device[cols.of_kind(*_GPU_KINDS)], 0)).size)
+        run_devices = np.unique(np.maximum(cols.device[cols.of_kind(*_GPU_KINDS)], 0)).tolist()
+        # the rank's devices under the run's numbers (as its GPU rows' args.device), those without a GPU row left out
+        ids = {int(d): device_base + k for k, d in enumerate(run_devices)}
+        devices += [p for p in device_properties(trace, ids) if int(p["id"]) in ids.values()]
+        device_base += len(run_devices)
         events.extend(
             msgspec.json.encode(e).decode()
             for e in added_tracks(
                 trace, doc, pid=rank, tid_base=TRACK_TID_BASE, shift_ns=shift, process_name=None
             )
         )
-    return _write(events, path)
+    return _write(events, path, devices)
