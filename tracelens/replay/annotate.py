@@ -363,7 +363,8 @@ def _op_args(trace: Trace, rows: np.ndarray) -> pd.Series | str:
         if values.null_count == len(values):
             continue
         present = pc.is_valid(values).to_numpy(zero_copy_only=False)
-        if pa.types.is_floating(values.type):  # NaN or infinity: no JSON number, left out as a missing value is
+        if pa.types.is_floating(values.type):
+            # NaN or infinity: no JSON number, left out as a missing value is
             present &= np.isfinite(values.to_numpy(zero_copy_only=False))
         if pa.types.is_dictionary(values.type):
             distinct = values.dictionary.to_pylist()
