@@ -30,7 +30,8 @@ and 0 otherwise.
 Terminal output (`analyze`, `diff`) is drawn at the terminal's width: `COLUMNS` when set, else the width
 of the terminal on stdout, never below 80 columns; when stdout is no terminal (a pipe, a file, `-o`) and
 `COLUMNS` is not set, at a fixed 100 columns. Long lines wrap, nothing is cut: a number stays with its unit,
-and kernel and op names are shortened so that rows stay distinct (`--full-names` shows them whole).
+and kernel and op names are shortened so that rows stay distinct and on one line (measured in terminal cells: a
+CJK character or an emoji takes two) (`--full-names` shows them whole).
 """
 
 
