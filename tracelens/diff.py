@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .document import Document, KernelRow, StepStats, summary_of
+from .units import signed
 
 DIFF_SCHEMA_VERSION = "1.1"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
@@ -420,9 +421,9 @@ def _describe(row: dict[str, Any]) -> str:
     if row["unit"] == "fraction":
         return (
             f"{row['label']}: {100 * row['base']:.1f}% -> {100 * row['head']:.1f}% "
-            f"({100 * row['delta']:+.1f} points): {row['change']}"
+            f"({signed(100 * row['delta'])} points): {row['change']}"
         )
-    relative = f" ({100 * row['relative']:+.1f}%)" if row["relative"] is not None else ""
+    relative = f" ({signed(100 * row['relative'])}%)" if row["relative"] is not None else ""
     return (
         f"{row['label']}: {row['base'] / 1e6:.3f} ms -> {row['head'] / 1e6:.3f} ms{relative}: {row['change']}"
     )

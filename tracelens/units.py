@@ -23,6 +23,15 @@ def shorten(text: object, limit: int) -> str:
     return s[:head] + ELLIPSIS + s[len(s) - tail :]
 
 
+def signed(value: float, digits: int = 1) -> str:
+    """``value`` with its sign at ``digits`` decimals, "±" where it rounds to zero there (no "-0.0" beside two
+    figures that print alike)."""
+    text = f"{abs(value):.{digits}f}"
+    if float(text) == 0:
+        return "±" + text
+    return ("-" if value < 0 else "+") + text
+
+
 def fmt_ns(ns: float | int | None) -> str:
     if ns is None:
         return "-"

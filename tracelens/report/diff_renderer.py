@@ -12,7 +12,7 @@ from .escape import md
 from .markdown_blocks import FullNames
 from .terminal_layout import WIDTH as TERMINAL_WIDTH
 from .terminal_layout import draw_table, draw_text, finish, new_console
-from .units import fmt_bytes, fmt_ns, fmt_pct
+from .units import fmt_bytes, fmt_ns, fmt_pct, signed
 
 VERDICT_MARK = {
     "improved": "✅ improved",
@@ -53,7 +53,7 @@ def fmt_delta(row: dict[str, Any]) -> str:
         return "-"
     unit = row["unit"]
     if unit == "fraction":
-        return f"{100 * delta:+.1f} pts"
+        return f"{signed(100 * delta)} pts"
     sign = "+" if delta > 0 else ("-" if delta < 0 else "±")
     magnitude = fmt_value(abs(delta), unit)
     return f"{sign}{magnitude}"
@@ -61,7 +61,7 @@ def fmt_delta(row: dict[str, Any]) -> str:
 
 def fmt_relative(row: dict[str, Any]) -> str:
     rel = row.get("relative")
-    return "-" if rel is None else f"{100 * rel:+.1f}%"
+    return "-" if rel is None else f"{signed(100 * rel)}%"
 
 
 def _table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> list[str]:
