@@ -286,3 +286,23 @@ def test_control_and_bidi_characters_are_inert() -> None:
 
     assert code(CONTROL) == "` evil [2J ]0;title name  `"  # padded: a trailing space stays in the span
     assert terminal(BIDI) == "tiny_ops  REVERSED  x "
+
+
+def test_shorten_cuts_between_characters_as_shown() -> None:
+    """The head…tail cut fell inside a character as shown: an accent (a combining mark) whose letter was cut away
+    then sat on the ellipsis ("…́"), a zero-width joiner dangled at the end of the head. The cut moves to the
+    nearest boundary: the kept parts start and end on whole characters, within the limit."""
+    import unicodedata
+
+    joiners = ("\u200d", "\ufe0f")
+    for name in (
+        "a" * 40 + "e\u0301\u0308" * 30,
+        "👩\u200d👩\u200d👧\u200d👦" * 20,
+        "x" * 39 + "\u200d" * 3 + "y" * 40,
+    ):
+        short = shorten(name, 60)
+        assert len(short) <= 60 and "…" in short, name
+        head, tail = short.split("…", 1)
+        assert not unicodedata.combining(tail[0]) and tail[0] not in joiners, repr(short)
+        assert head[-1] != "\u200d", repr(short)
+        assert name.startswith(head) and name.endswith(tail)
