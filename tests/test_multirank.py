@@ -323,6 +323,24 @@ def test_a_failed_rank_is_named_in_every_output(tmp_path: Path, capsys: pytest.C
         assert "1 of 4 traces could not be read" in out and "rank3.json.gz" in out, fmt
 
 
+def test_a_saved_document_in_the_run_directory_is_no_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """analyze DIR -f json -o DIR/summary.json, then analyze DIR again: the saved document was taken for a rank's
+    trace, failed to read ("not a PyTorch profiler trace"), and the run exited 1 (a CI job failing on its own
+    output). A run directory's saved analysis documents (by content) are no traces of it."""
+    run = tmp_path / "run"
+    write_handmade_run(run)
+    cache = ["--cache", str(tmp_path / "cache"), "--workers", "1"]
+    assert main(["analyze", str(run), "-f", "json", "-o", str(run / "summary.json"), *cache]) == 0
+    assert main(["diff", str(run), str(run), "-f", "json", "-o", str(run / "diff.json")]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(run), "-f", "json", *cache]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]  # the three ranks' traces alone
+    assert not any("summary.json" in w or "diff.json" in w for w in doc["source"]["warnings"])
+
+
 def test_all_ranks_failing_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for i in range(2):
         (tmp_path / f"rank{i}.json").write_text("{ not json")
