@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,28 @@ def test_report_embeds_both_charts_and_can_leave_them_out():
     text = render_markdown(doc)
     assert text.count("```mermaid") == 2
     assert "```mermaid" not in render_markdown(doc, charts=False)
+
+
+def test_chart_numbers_are_numbers_mermaid_reads():
+    """Mermaid's xychart lexer reads a number as [+-]?(digits[.digits] | .digits), no exponent (its xychart.jison).
+    A cause that lost under 100 ns (0.00005 ms) was written "5e-05": the chart failed to render on GitHub. Three
+    significant digits, positional, whatever the size."""
+    number = re.compile(r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)")
+    doc = {
+        "diagnosis": {
+            "causes": [{"cause": "memcpy", "lost_ns": 50}, {"cause": "startup", "lost_ns": 12_345}]
+        },
+        "gaps": {
+            "devices": [{"device": 0, "timeline": {"edges_ns": [0, 40, 80], "utilization": [1.0, 0.5]}}]
+        },
+    }
+    lines = lost_time_chart(doc) + utilization_chart(doc)
+    assert "    bar [0.00005, 0.0123]" in lines  # 50 ns and 12,345 ns in ms
+    assert '    y-axis "ms" 0 --> 0.0136' in lines  # 0.012345 x 1.1
+    assert '    x-axis "ms since the first GPU op" 0 --> 0.00008' in lines
+    for line in lines:
+        values = re.findall(r"\[([^\]]*)\]|--> (\S+)", line)
+        for listed, top in values:
+            for value in listed.split(", ") if listed else [top]:
+                if value and value[0].isdigit():
+                    assert number.fullmatch(value), (value, line)

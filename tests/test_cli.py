@@ -137,3 +137,68 @@ def test_real_entry_point_subprocess(parquet_trace, tmp_path):
     )
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- the output file
+
+
+def _commands_writing(trace, out):
+    """Every command that writes a file with -o, each reading ``trace``."""
+    return [
+        ["analyze", str(trace), "-o", str(out)],
+        ["analyze", str(trace), "-f", "json", "-o", str(out)],
+        ["report", str(trace), "-f", "markdown", "-o", str(out)],
+        ["annotate", str(trace), "-o", str(out)],
+        ["convert", str(trace), "-f", "parquet", "-o", str(out)],
+        ["diff", str(trace), str(trace), "-f", "json", "-o", str(out)],
+    ]
+
+
+def test_output_onto_the_input_refused(parquet_trace, capsys):
+    """-o naming the trace read would replace the user's trace by the output: refused before anything is
+    written (one line naming the file, exit 2), the trace left byte for byte as it was."""
+    before = parquet_trace.read_bytes()
+    for argv in _commands_writing(parquet_trace, parquet_trace):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(parquet_trace) in err[0] and "is a file this command reads" in err[0], (
+            argv,
+            err,
+        )
+        assert parquet_trace.read_bytes() == before, argv
+    # the same file under another name (a link) is the same file
+    link = parquet_trace.parent / "link.parquet"
+    link.symlink_to(parquet_trace)
+    assert main(["analyze", str(parquet_trace), "-f", "json", "-o", str(link)]) == 2
+    assert parquet_trace.read_bytes() == before
+    # diff: HEAD as the output is refused too
+    other = parquet_trace.parent / "other.parquet"
+    other.write_bytes(before)
+    assert main(["diff", str(other), str(parquet_trace), "-o", str(parquet_trace)]) == 2
+    assert parquet_trace.read_bytes() == before
+
+
+def test_unwritable_output_one_line_exit_2(parquet_trace, tmp_path, capsys):
+    """An output in a folder that does not exist, or an output that is a folder, is the user's to fix: one line
+    naming it and why, exit 2 (it was an internal error, exit 3)."""
+    for out in (tmp_path / "no such folder" / "out.json", tmp_path):
+        for argv in _commands_writing(parquet_trace, out):
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and f"{out}: cannot write" in err[0], (argv, err)
+            assert "internal error" not in err[0]
+
+
+def test_run_option_on_a_file_is_a_usage_error(parquet_trace, tmp_path, capsys):
+    """--run picks a profile run in a TensorBoard logdir; given with a trace file (or a directory of ranks' traces)
+    it was ignored without a word, the file read as if it named that run. One line naming the file, exit 2."""
+    for argv in (
+        ["analyze", str(parquet_trace), "--run", "2024_01_01"],
+        ["report", str(parquet_trace), "--run", "2024_01_01"],
+        ["convert", str(parquet_trace), "-o", str(tmp_path / "x.csv"), "--run", "2024_01_01"],
+        ["annotate", str(parquet_trace), "-o", str(tmp_path / "x.json"), "--run", "2024_01_01"],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(parquet_trace) in err[0] and "--run" in err[0], (argv, err)
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.json").exists()

@@ -131,6 +131,54 @@ def test_kernel_changes() -> None:
     assert k["faster"] == [] and (k["added_count"], k["removed_count"], k["slower_count"]) == (1, 1, 1)
 
 
+def run_doc(device: tuple[int, int], ranks: list[tuple[int, int]]) -> dict:
+    """A run's document as far as diff reads it: devices, and per rank (step_count, mean_step_ns); no steps section
+    (a run's summary.steps is null, docs/multirank.md)."""
+    out = doc([device] * len(ranks))
+    out["source"]["format"] = "run"
+    out["ranks"] = [{"rank": r, "step_count": n, "mean_step_ns": m} for r, (n, m) in enumerate(ranks)]
+    return out
+
+
+def test_step_time_gate_applies_to_runs() -> None:
+    """Two runs (analyze DIR documents) have no steps section: the step-time criterion was not applied, so a run whose
+    steps got twice as long passed --fail-on-regression. Their mean step is over every rank's steps: rank 0 10 steps
+    of 10 ms and rank 1 30 steps of 14 ms -> (100 + 420) / 40 = 13 ms; head 10 x 20 + 30 x 28 = 1040 / 40 = 26 ms."""
+    base = run_doc((80, 100), [(10, 10_000_000), (30, 14_000_000)])
+    head = run_doc((80, 100), [(10, 20_000_000), (30, 28_000_000)])
+    assert mean_step_ns(base) == 13_000_000 and mean_step_ns(head) == 26_000_000
+    result = compare(base, head)
+    step = metric(result, "mean_step_ns")
+    assert step["change"] == "regressed" and step["relative"] == pytest.approx(1.0)
+    assert result["verdict"] == "regressed"
+    (reason,) = regression_reasons(result, 5)
+    assert reason.startswith("mean step time 13.000 ms -> 26.000 ms (100.0% longer")
+    # a rank without steps adds none; no rank with steps: no step time (the criterion not applied)
+    assert mean_step_ns(run_doc((80, 100), [(0, 0), (10, 10_000_000)])) == 10_000_000
+    assert mean_step_ns(run_doc((80, 100), [(0, 0)])) is None
+
+
+def test_kernels_not_compared_against_a_document_without_them() -> None:
+    """A run's document (analyze DIR) has no kernels section: every kernel of the trace it was compared with was
+    listed as added (or removed), as if the run had run none. Not compared, and the renderers say why; a side that
+    was measured and ran no kernel (an empty by_name) still makes the other side's kernels added or removed."""
+    measured = doc([(1, 2)], kernels={"gemm": (10, 100), "attn": (2, 40)})
+    run_like = doc([(1, 2)])  # no "kernels" key, as a run's document
+    for base, head, side in ((run_like, measured, "BASE"), (measured, run_like, "HEAD")):
+        result = compare(base, head)
+        k = result["kernels"]
+        assert k["available"] is False and k["added"] == k["removed"] == [], side
+        assert k["unavailable_reason"].startswith(f"{side} (x) has no kernel table"), k
+        for fmt in ("terminal", "markdown"):
+            text = render_diff(result, fmt)
+            assert "gemm" not in text and "added" not in text, (fmt, text)
+            assert "no kernel table" in text, fmt
+    # measured on both sides, none in HEAD: both kernels removed
+    k = compare(measured, doc([(1, 2)], kernels={}))["kernels"]
+    assert k["available"] is True and k["unavailable_reason"] is None
+    assert sorted(x["name"] for x in k["removed"]) == ["attn", "gemm"] and k["added"] == []
+
+
 def test_render_markdown_and_json() -> None:
     hostile = "a|b</details><script>x</script>"
     base = doc([(80, 100)], steps=[10], kernels={hostile: (1, 10), "k" * 90: (1, 10)})

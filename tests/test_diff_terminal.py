@@ -114,3 +114,19 @@ def test_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     assert terminal_width(Tty()) == 132
     assert terminal_width(None) == 100  # written to a file (-o): the fixed width, whatever the terminal
+
+
+def test_a_change_that_rounds_to_zero_has_no_sign() -> None:
+    """Utilization 50% against 49.99999% (delta -1e-7) printed "-0.0 pts" and "(-0.0 points)": a fall where the two
+    figures print alike. A change that rounds to zero at the printed precision is "±0.0"; a real one keeps its
+    sign."""
+    from tests.test_diff import doc
+    from tracelens.diff import compare
+    from tracelens.report.diff_renderer import render_diff
+
+    tiny = compare(doc([(500_000_000, 1_000_000_000)]), doc([(499_999_900, 1_000_000_000)]))
+    for fmt in ("terminal", "markdown"):
+        text = render_diff(tiny, fmt)
+        assert "-0.0" not in text and "±0.0 pts" in text and "(±0.0 points)" in text, fmt
+    real = compare(doc([(500, 1000)]), doc([(400, 1000)]))
+    assert "-10.0 pts" in render_diff(real, "terminal") and "(-10.0 points)" in render_diff(real, "markdown")

@@ -290,3 +290,23 @@ def test_an_edited_document_of_an_older_version_is_still_bad_input(
     edited = _edited(tmp_path, lambda d: d["kernels"]["by_name"].__setitem__(0, {}), version="1.0")
     assert tracelens.load_document(edited)["schema_version"] == "1.0"  # read unchecked
     _one_line_exit_2(command, edited, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("version", ["2.0", "1.12", "9", "one.one", "", None])
+def test_a_document_of_a_newer_or_unknown_schema_is_refused(
+    version: str | None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A document saved by a newer tracelens (schema 2.0) was read unchecked as if it were an older one: its keys
+    may mean something else (as 1.1's summary does against 1.0's), so its report or diff could be wrong with no
+    word said. Refused, one line naming the file and both versions, exit 2; "1.0" and "1.1" still read."""
+    doc = json.loads(_save(DEMO, tmp_path / "demo.json").read_text())
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({**doc, "schema_version": version}))
+    capsys.readouterr()
+    for command in (["report", str(newer)], ["diff", str(newer), str(DEMO)], ["analyze", str(newer)]):
+        assert main(command) == 2, command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and str(newer) in err and "schema version" in err, err
+        assert "1.1" in err
+    with pytest.raises(InputError):
+        tracelens.load_document(newer)

@@ -257,3 +257,52 @@ def test_long_kernel_table_is_folded() -> None:
     # Sorted by total time: k12 (62 ns) first, k03 (53 ns) tenth, k02..k00 folded.
     assert "| 1 | k12 |" in shown and "| 10 | k03 |" in shown and "k02" not in shown
     assert_tables_well_formed(text)
+
+
+# An escape sequence (clear screen, set the window title, bell) and bidirectional overrides in traced names.
+CONTROL = "evil\x1b[2J\x1b]0;title\x07name\x9b"
+BIDI = "tiny_ops\u202e REVERSED \u2067x\u2069\u200f"
+_ACTIVE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_control_and_bidi_characters_are_inert() -> None:
+    """A markdown report or diff printed to a terminal (report without -o) wrote a kernel name's ESC sequences and bell
+    as they were: the terminal cleared the screen and took the title; a right-to-left override (U+202E) showed the
+    rest of its line or list item (the numbers after the name) reversed, on a terminal and on GitHub. Each becomes a
+    space, as on the terminal summary; the readable rest of the name stays."""
+    rows = [
+        {"kind": "kernel", "name": CONTROL, "start_ns": 0, "end_ns": 100, "device": 0, "stream": 1},
+        {"kind": "kernel", "name": BIDI, "start_ns": 200, "end_ns": 250, "device": 0, "stream": 1},
+        {"kind": "cpu_op", "name": CONTROL, "start_ns": 0, "end_ns": 300, "pid": 1, "tid": 1},
+        {"kind": "annotation", "name": BIDI, "start_ns": 0, "end_ns": 280, "pid": 1, "tid": 1},
+    ]
+    doc = analyze(Trace.from_rows(rows))
+    text = render(doc, plots=False)
+    assert "evil" in text and "REVERSED" in text
+    assert not _ACTIVE.search(text), repr(_ACTIVE.findall(text))
+    assert md(CONTROL) == "evil \\[2J \\]0;title name "
+    assert html_text(BIDI) == "tiny_ops  REVERSED  x "
+    from tracelens.report.escape import code, terminal
+
+    assert code(CONTROL) == "` evil [2J ]0;title name  `"  # padded: a trailing space stays in the span
+    assert terminal(BIDI) == "tiny_ops  REVERSED  x "
+
+
+def test_shorten_cuts_between_characters_as_shown() -> None:
+    """The head…tail cut fell inside a character as shown: an accent (a combining mark) whose letter was cut away
+    then sat on the ellipsis ("…́"), a zero-width joiner dangled at the end of the head. The cut moves to the
+    nearest boundary: the kept parts start and end on whole characters, within the limit."""
+    import unicodedata
+
+    joiners = ("\u200d", "\ufe0f")
+    for name in (
+        "a" * 40 + "e\u0301\u0308" * 30,
+        "👩\u200d👩\u200d👧\u200d👦" * 20,
+        "x" * 39 + "\u200d" * 3 + "y" * 40,
+    ):
+        short = shorten(name, 60)
+        assert len(short) <= 60 and "…" in short, name
+        head, tail = short.split("…", 1)
+        assert not unicodedata.combining(tail[0]) and tail[0] not in joiners, repr(short)
+        assert head[-1] != "\u200d", repr(short)
+        assert name.startswith(head) and name.endswith(tail)

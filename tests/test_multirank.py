@@ -305,6 +305,42 @@ def test_corrupt_rank_is_reported_and_the_rest_analyzed(
     assert sorted(r["rank"] for r in printed["ranks"]) == [0, 1, 2]
 
 
+def test_a_failed_rank_is_named_in_every_output(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """A rank that failed to read was said on stderr only: the markdown report (a PR comment), the terminal summary
+    and the JSON read as a complete run of the ranks left, the failed trace not named. Named in source.warnings, which
+    every renderer shows; the exit code stays 1."""
+    run = tmp_path / "run"
+    write_handmade_run(run)
+    corrupt = run / "rank3.json.gz"
+    corrupt.write_bytes(gzip.compress(b'{"traceEvents": [' + b"1," * 1000)[:200])
+    doc, _ = runs.analyze_run([run], workers=1, cache_dir=tmp_path / "cache")
+    (warning,) = [w for w in doc["source"]["warnings"] if "rank3.json.gz" in w]
+    assert warning.startswith("1 of 4 traces could not be read and is left out:")
+    cache = ["--cache", str(tmp_path / "cache"), "--workers", "1"]
+    for fmt in ("terminal", "markdown"):
+        assert main(["analyze", str(run), "--format", fmt, *cache]) == 1
+        out = " ".join(capsys.readouterr().out.split())
+        assert "1 of 4 traces could not be read" in out and "rank3.json.gz" in out, fmt
+
+
+def test_a_saved_document_in_the_run_directory_is_no_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """analyze DIR -f json -o DIR/summary.json, then analyze DIR again: the saved document was taken for a rank's
+    trace, failed to read ("not a PyTorch profiler trace"), and the run exited 1 (a CI job failing on its own
+    output). A run directory's saved analysis documents (by content) are no traces of it."""
+    run = tmp_path / "run"
+    write_handmade_run(run)
+    cache = ["--cache", str(tmp_path / "cache"), "--workers", "1"]
+    assert main(["analyze", str(run), "-f", "json", "-o", str(run / "summary.json"), *cache]) == 0
+    assert main(["diff", str(run), str(run), "-f", "json", "-o", str(run / "diff.json")]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(run), "-f", "json", *cache]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]  # the three ranks' traces alone
+    assert not any("summary.json" in w or "diff.json" in w for w in doc["source"]["warnings"])
+
+
 def test_all_ranks_failing_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for i in range(2):
         (tmp_path / f"rank{i}.json").write_text("{ not json")

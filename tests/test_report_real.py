@@ -192,7 +192,8 @@ def test_every_diff_key_is_documented() -> None:
     # Hand-made pair that fills every kernels list, plus real pairs across formats.
     base = doc([(80, 100)], steps=[10], kernels={"a": (1, 10), "b": (1, 10), "c": (1, 10)})
     head = doc([(50, 100)], steps=[12], kernels={"a": (1, 20), "b": (1, 5), "d": (1, 10)})
-    results = [compare(base, head)]
+    # the second: HEAD without a kernels section (as a run's document)
+    results = [compare(base, head), compare(base, doc([(1, 2)]))]
     reals = [p.values[0] for p in ALL_TRACES if p.values[0] is not None][:4]
     for a, b in zip(reals, reals[1:], strict=False):
         results.append(compare(_analyze(a), _analyze(b)))

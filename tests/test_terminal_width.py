@@ -173,3 +173,34 @@ def test_cli_width_and_full_names(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     assert main(["analyze", demo]) == 0
     wide = capsys.readouterr().out
     assert max(len(line) for line in wide.split("\n")) > 100  # the width is used
+
+
+def test_wide_characters_keep_a_row_on_one_line() -> None:
+    """CJK (and other double-width) characters take two terminal cells each: names were shortened to the name
+    column's width in characters, so a 44-character CJK name (88 cells) folded onto a second line and broke the
+    table's rows. Shortened to the column's width in cells: one line per kernel, nothing past the width."""
+    from rich.cells import cell_len
+
+    from tracelens.trace import Trace
+
+    names = [
+        "核函数_矩阵乘法_非常长的名字_" * 4,
+        "カーネル名前" * 10 + "_b",
+        "emoji🔥🚀" * 12,
+        "plain_kernel",
+    ]
+    rows = []
+    for i, name in enumerate(names):
+        for j in range(3):
+            start = (i * 3 + j) * 1000
+            rows.append(
+                {"kind": "kernel", "name": name, "start_ns": start, "end_ns": start + 500 + i, "device": 0}
+            )
+    text = terminal.render(analyze(Trace.from_rows(rows)), width=100)
+    assert max(cell_len(line) for line in text.split("\n")) <= 100
+    lines = text.split("\n")
+    top = lines.index(next(line for line in lines if line.startswith("Top kernels")))
+    body = lines[
+        top + 4 : lines.index("", top + 4)
+    ]  # title, blank, header, rule; then the rows up to a blank
+    assert len(body) == len(names), body

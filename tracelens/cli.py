@@ -23,6 +23,7 @@ import click
 
 from . import __version__, blas_threads
 from .errors import TracelensError
+from .outputs import refuse_input_as_output, writing
 
 if TYPE_CHECKING:
     from .document import Document, RunDocument
@@ -34,7 +35,8 @@ def _write_output(text: str, output: str | None) -> None:
     if output is None or output == "-":
         click.echo(text, nl=False)
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        with writing(output):
+            Path(output).write_text(text, encoding="utf-8")
         click.echo(f"wrote {output}", err=True)
 
 
@@ -52,7 +54,8 @@ def _write_report(
         options["width"] = terminal_width(sys.stdout if output in (None, "-") else None)
     text = render(doc, fmt, plots=plots, figures=pngs, full_names=full_names, **options)
     for figure in pngs:
-        figure.path.write_bytes(figure.data)
+        with writing(figure.path):
+            figure.path.write_bytes(figure.data)
     _write_output(text, output)
 
 
@@ -164,6 +167,8 @@ def analyze(
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
+    refuse_input_as_output(output, paths)
+    _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
     doc: Document  # a run's document is a Document with the run's keys
     if (
@@ -239,6 +244,21 @@ def _threshold(value: float | None) -> float | None:
     if value is not None and (math.isnan(value) or value < 0):
         raise click.BadParameter(f"{value!r}: the threshold is a number >= 0 (points, percent)")
     return value
+
+
+def _refuse_run_option(paths: Sequence[str], run_name: str | None) -> None:
+    """--run picks a profile run in a TensorBoard logdir: with a trace file or a directory of ranks' traces it would
+    be ignored without a word, so it is a usage error there."""
+    if run_name is None:
+        return
+    for path in paths:
+        if os.path.isfile(path) or _is_run_directory(path):
+            from .errors import UsageError
+
+            what = "a trace file" if os.path.isfile(path) else "a directory of traces (one per rank)"
+            raise UsageError(
+                f"--run {run_name} picks a profile run in a TensorBoard logdir; this is {what}", path=path
+            )
 
 
 def _is_run_directory(path: str) -> bool:
@@ -340,6 +360,8 @@ def report(
 ) -> None:
     """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a run directory,
     one trace per rank, or a document saved with analyze --format json)."""
+    refuse_input_as_output(output, [path])
+    _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
     doc, failures = _document(path, run_name=run_name)
     with _saved_documents_checked([path]):
@@ -364,20 +386,24 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     trace metadata travel only in Parquet)."""
     from . import load
 
+    refuse_input_as_output(output, [path])
+    _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
     if fmt == "csv":
         import pyarrow.csv
 
-        pyarrow.csv.write_csv(trace.events, output)
+        with writing(output):
+            pyarrow.csv.write_csv(trace.events, output)
         click.echo(
             f"wrote {output} ({trace.num_events:,} events; CSV holds the event table only: the device "
             "table and metadata need Parquet)",
             err=True,
         )
     else:
-        trace.save(output)
+        with writing(output):
+            trace.save(output)
         click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
     _raise_partial_failure({}, _unread_hosts(trace.metadata.extra))
 
@@ -430,6 +456,7 @@ def diff(
     from .report.diff_renderer import render_diff
     from .report.terminal import terminal_width
 
+    refuse_input_as_output(output, [base, head])
     fmt = fmt or format_for_path(output)
     (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
     with _saved_documents_checked([base, head]):
@@ -469,6 +496,8 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
     from .replay.annotate import write_annotated, write_annotated_run
     from .run import expand_paths, is_run_directory, resolve_ranks
 
+    refuse_input_as_output(output, [path])
+    _refuse_run_option([path], run_name)
     options = {"run": run_name} if run_name else {}
     if is_run_directory(path):
         files = expand_paths([path])
@@ -476,15 +505,18 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         ranks, warnings = resolve_ranks([t.metadata.rank for t in traces], files)
         for warning in warnings:
             click.echo(f"tracelens: {warning}", err=True)
-        count = write_annotated_run(
-            [(r, f.name, t, dict(run_analyses(t))) for r, f, t in zip(ranks, files, traces, strict=True)],
-            output,
-        )
+        annotated = [
+            (r, f.name, t, dict(run_analyses(t))) for r, f, t in zip(ranks, files, traces, strict=True)
+        ]
+        with writing(output):
+            count = write_annotated_run(annotated, output)
         failures: list[str] = []
     else:
         trace = load(path, **options)
         failures = _unread_hosts(trace.metadata.extra)
-        count = write_annotated(trace, dict(run_analyses(trace)), output)
+        doc = dict(run_analyses(trace))
+        with writing(output):
+            count = write_annotated(trace, doc, output)
     click.echo(f"wrote {output} ({count:,} events)", err=True)
     _raise_partial_failure({}, failures)
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from .document import Document, KernelRow, StepStats, summary_of
+from .units import signed
 
 DIFF_SCHEMA_VERSION = "1.1"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
@@ -41,9 +42,20 @@ def gpu_utilization(doc: Doc) -> float | None:
 
 
 def mean_step_ns(doc: Doc) -> float | None:
-    """Mean step duration in ns (``steps.summary.mean_ns``, over every step), null when there are no steps."""
+    """Mean step duration in ns (``steps.summary.mean_ns``, over every step), null when there are no steps; a run's
+    document (no steps section) over every rank's steps (:func:`_run_mean_step_ns`)."""
     stats = summary_of(doc)["steps"]
-    return float(stats["mean_ns"]) if stats else None
+    return float(stats["mean_ns"]) if stats else _run_mean_step_ns(doc)
+
+
+def _run_mean_step_ns(doc: Doc) -> float | None:
+    """Σ ranks[].step_count x ranks[].mean_step_ns / Σ step_count: the mean of every rank's steps, so that two runs'
+    step times are compared (and gated) as two traces' are; null where no rank has a step."""
+    ranks = cast("dict[str, Any]", doc).get("ranks") or []
+    pairs = [(int(r.get("step_count") or 0), r.get("mean_step_ns")) for r in ranks]
+    known = [(n, float(m)) for n, m in pairs if n > 0 and isinstance(m, (int, float))]
+    count = sum(n for n, _ in known)
+    return sum(n * m for n, m in known) / count if count else None
 
 
 def step_stats(doc: Doc) -> StepStats | None:
@@ -253,12 +265,32 @@ def _step_host_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
     ]
 
 
+def _path(doc: Doc) -> str | None:
+    source = doc.get("source")
+    return source.get("path") if source else None
+
+
 def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     base_kernels, head_kernels = base.get("kernels"), head.get("kernels")
     base_k = {k["name"]: k for k in (base_kernels.get("by_name", []) if base_kernels else [])}
     head_k = {k["name"]: k for k in (head_kernels.get("by_name", []) if head_kernels else [])}
-    if not base_k and not head_k:
-        return {"available": False, "added": [], "removed": [], "slower": [], "faster": []}
+    # A side without a kernels section (a run's document) was not measured per kernel: against it every kernel of
+    # the other side would read as added or removed.
+    unmeasured = [
+        f"{label} ({_path(side)}) has no kernel table"
+        for label, side, section in (("BASE", base, base_kernels), ("HEAD", head, head_kernels))
+        if section is None
+    ]
+    if (unmeasured and (base_k or head_k)) or (not base_k and not head_k):
+        reason = "; ".join(unmeasured) or "neither trace ran a kernel"
+        return {
+            "available": False,
+            "unavailable_reason": f"{reason} (a run's document lists none)" if unmeasured else reason,
+            "added": [],
+            "removed": [],
+            "slower": [],
+            "faster": [],
+        }
 
     def brief(k: KernelRow) -> dict[str, Any]:
         return {"name": k["name"], "count": k["count"], "total_ns": k["total_ns"], "avg_ns": k["avg_ns"]}
@@ -297,6 +329,7 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     )
     return {
         "available": True,
+        "unavailable_reason": None,
         "added_count": len(added),
         "removed_count": len(removed),
         "slower_count": len(slower),
@@ -388,9 +421,9 @@ def _describe(row: dict[str, Any]) -> str:
     if row["unit"] == "fraction":
         return (
             f"{row['label']}: {100 * row['base']:.1f}% -> {100 * row['head']:.1f}% "
-            f"({100 * row['delta']:+.1f} points): {row['change']}"
+            f"({signed(100 * row['delta'])} points): {row['change']}"
         )
-    relative = f" ({100 * row['relative']:+.1f}%)" if row["relative"] is not None else ""
+    relative = f" ({signed(100 * row['relative'])}%)" if row["relative"] is not None else ""
     return (
         f"{row['label']}: {row['base'] / 1e6:.3f} ms -> {row['head'] / 1e6:.3f} ms{relative}: {row['change']}"
     )

@@ -32,6 +32,11 @@ class UsageError(TracelensError):
     """The command line asks for something impossible."""
 
 
+class OutputError(TracelensError):
+    """The output file cannot be written (its folder missing, a folder, no permission), or it is one of the
+    inputs (writing it would replace the trace read)."""
+
+
 class ToolMissingError(TracelensError):
     """An external tool (``nsys``) is needed and absent; the message says the manual command."""
 

@@ -19,8 +19,34 @@ def shorten(text: object, limit: int) -> str:
         return s
     keep = max(limit - 1, 2)
     head = (keep * 2) // 3
-    tail = keep - head
-    return s[:head] + ELLIPSIS + s[len(s) - tail :]
+    tail = len(s) - (keep - head)
+    # Cut between characters as shown: not before an accent (a combining mark) or a joiner, which would sit on the
+    # ellipsis, nor after a zero-width joiner (half an emoji sequence): the head ends earlier, the tail starts later.
+    while head > 1 and (_joins_previous(s[head]) or s[head - 1] == "\u200d"):
+        head -= 1
+    while tail < len(s) - 1 and (_joins_previous(s[tail]) or s[tail - 1] == "\u200d"):
+        tail += 1
+    return s[:head] + ELLIPSIS + s[tail:]
+
+
+def _joins_previous(char: str) -> bool:
+    """A combining mark, a zero-width joiner or a variation selector: shown as part of the character before it."""
+    import unicodedata
+
+    return (
+        bool(unicodedata.combining(char))
+        or char in "\u200d\ufe0e\ufe0f"
+        or "\U000e0100" <= char <= "\U000e01ef"
+    )
+
+
+def signed(value: float, digits: int = 1) -> str:
+    """``value`` with its sign at ``digits`` decimals, "±" where it rounds to zero there (no "-0.0" beside two
+    figures that print alike)."""
+    text = f"{abs(value):.{digits}f}"
+    if float(text) == 0:
+        return "±" + text
+    return ("-" if value < 0 else "+") + text
 
 
 def fmt_ns(ns: float | int | None) -> str:

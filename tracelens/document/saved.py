@@ -94,6 +94,27 @@ def is_current_version(value: dict[str, Any]) -> bool:
     return bool(value.get("schema_version") == SCHEMA_VERSION)
 
 
+def version_problem(version: object) -> str | None:
+    """Why a saved document's ``schema_version`` cannot be read, or None: one newer than this tracelens's (written
+    by a newer tracelens: its keys may mean something else, as 1.1's summary does against 1.0's), or no "M.m"
+    version at all. Older versions are read (their summary recomputed)."""
+    from .types import SCHEMA_VERSION
+
+    current = tuple(int(part) for part in SCHEMA_VERSION.split("."))
+    parts = version.split(".") if isinstance(version, str) else []
+    if len(parts) != 2 or not all(part.isdigit() for part in parts):
+        return (
+            f"a saved analysis document with schema version {version!r}, not a version this tracelens knows "
+            f"(it reads up to {SCHEMA_VERSION})"
+        )
+    if tuple(int(part) for part in parts) > current:
+        return (
+            f"a saved analysis document of schema version {version}, written by a newer tracelens (this one reads "
+            f"up to {SCHEMA_VERSION}): analyze the trace again with this tracelens, or update it"
+        )
+    return None
+
+
 @functools.cache
 def _document_type(missing_keys_allowed: bool) -> Any:
     # imported when a saved document is read, not with this module (kimp17). RunDocument: a document plus the
@@ -162,6 +183,9 @@ def load_document(path: str | os.PathLike[str]) -> Document:
         raise InputError(f"not a valid JSON analysis document ({err})", path=p) from None
     if not is_document(value):
         raise InputError("not a tracelens analysis document (no schema_version and source)", path=p)
+    problem = version_problem(value.get("schema_version"))
+    if problem is not None:
+        raise InputError(problem, path=p)
     if is_current_version(value):
         # Checked against its declared types before anything reads it: a field of another type is
         # bad input named by its path, not an error in whichever renderer reads it first.

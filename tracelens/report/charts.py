@@ -24,7 +24,11 @@ MAX_LINES = 8
 
 
 def _number(value: float) -> str:
-    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+    """Three significant digits (whole numbers from 100), positional: mermaid's xychart lexer reads no exponent
+    (``[+-]?(digits[.digits] | .digits)``), so 0.00005 written "5e-05" broke the chart."""
+    if value >= 100:
+        return f"{value:.0f}"
+    return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
 
 
 def lost_time_chart(doc: Document | dict[str, Any]) -> list[str]:

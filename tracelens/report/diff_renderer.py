@@ -12,7 +12,7 @@ from .escape import md
 from .markdown_blocks import FullNames
 from .terminal_layout import WIDTH as TERMINAL_WIDTH
 from .terminal_layout import draw_table, draw_text, finish, new_console
-from .units import fmt_bytes, fmt_ns, fmt_pct
+from .units import fmt_bytes, fmt_ns, fmt_pct, signed
 
 VERDICT_MARK = {
     "improved": "✅ improved",
@@ -53,7 +53,7 @@ def fmt_delta(row: dict[str, Any]) -> str:
         return "-"
     unit = row["unit"]
     if unit == "fraction":
-        return f"{100 * delta:+.1f} pts"
+        return f"{signed(100 * delta)} pts"
     sign = "+" if delta > 0 else ("-" if delta < 0 else "±")
     magnitude = fmt_value(abs(delta), unit)
     return f"{sign}{magnitude}"
@@ -61,7 +61,7 @@ def fmt_delta(row: dict[str, Any]) -> str:
 
 def fmt_relative(row: dict[str, Any]) -> str:
     rel = row.get("relative")
-    return "-" if rel is None else f"{100 * rel:+.1f}%"
+    return "-" if rel is None else f"{signed(100 * rel)}%"
 
 
 def _table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> list[str]:
@@ -179,6 +179,10 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
             )
         )
     kernels = result.get("kernels") or {}
+    if not kernels.get("available") and kernels.get("unavailable_reason"):
+        blocks.append(
+            ("Kernels", ["", "## Kernels", "", f"Not compared: {md(kernels['unavailable_reason'])}."])
+        )
     if kernels.get("available"):
         names = FullNames()
         lines = []
@@ -311,6 +315,9 @@ def render_terminal(
             _NUMERIC,
         )
     kernels = result.get("kernels") or {}
+    if not kernels.get("available") and kernels.get("unavailable_reason"):
+        console.print()
+        text(console, f"Kernels: not compared: {kernels['unavailable_reason']}.", style="bold", indent="")
     if kernels.get("available"):
         console.print()
         text(console, f"Kernels: {_kernel_sentence(kernels)}", style="bold", indent="")

@@ -33,6 +33,17 @@ from .. import units
 # start, which a cell or list item we write never is (we always write a prefix before the name).
 _MD_PUNCT = re.compile(r"([\\*_\[\]~!])")
 _WHITESPACE = units.WHITESPACE
+# C0 and C1 control characters, and the bidirectional formatting characters (marks, embeddings, overrides, isolates):
+# an escape sequence in a name would act on the terminal a report is printed to (clear it, set its title), and a
+# right-to-left override shows the rest of its line (the numbers after the name) reversed. Each run becomes a space.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]+")
+
+
+def _inert(text: object) -> str:
+    """``text`` on one line (line breaks and tabs: spaces) with no control or bidirectional formatting character."""
+    s = "" if text is None else str(text)
+    return _CONTROLS.sub(" ", _WHITESPACE.sub(" ", s))
+
 
 ELLIPSIS = units.ELLIPSIS
 DEFAULT_MAX = 60
@@ -40,9 +51,7 @@ DEFAULT_MAX = 60
 
 def md(text: object) -> str:
     """Escape ``text`` for inline markdown and GitHub table cells (one line, no raw HTML)."""
-    s = "" if text is None else str(text)
-    s = _WHITESPACE.sub(" ", s)
-    s = s.replace("\x00", "")
+    s = _inert(text)
     s = html.escape(s, quote=False)  # & < > first, so the entities below are not re-escaped
     s = _MD_PUNCT.sub(r"\\\1", s)
     # A zero-width space after "@" keeps a name like "kernel@user" from mentioning (notifying) a GitHub user.
@@ -64,7 +73,7 @@ def md_line_start(text: object) -> str:
 
 def code(text: object, *, in_table: bool = False) -> str:
     """``text`` as an inline code span that GitHub shows character for character (one line)."""
-    s = "" if text is None else _WHITESPACE.sub(" ", str(text)).replace("\x00", "")
+    s = _inert(text)
     if in_table:
         s = s.replace("|", "\\|")
     longest = max((len(run) for run in re.findall(r"`+", s)), default=0)
@@ -84,8 +93,7 @@ def link(text: object, destination: str, *, image: bool = False) -> str:
 
 def html_text(text: object) -> str:
     """Escape ``text`` for raw HTML content or a double-quoted attribute value."""
-    s = "" if text is None else str(text)
-    return html.escape(_WHITESPACE.sub(" ", s).replace("\x00", ""), quote=True)
+    return html.escape(_inert(text), quote=True)
 
 
 def shorten(text: object, limit: int = DEFAULT_MAX) -> str:
@@ -102,8 +110,8 @@ def terminal(text: object, limit: int | None = None) -> str:
     """Plain text for the terminal: control characters removed, optionally shortened.
 
     Rich markup is never interpreted (callers print with ``markup=False`` or use Text objects), but
-    escape sequences in a name could still move the cursor: drop C0/C1 controls.
+    escape sequences in a name could still move the cursor, and a right-to-left override reverse the rest of the
+    line: C0/C1 controls and bidirectional formatting characters become spaces (:func:`_inert`).
     """
-    s = "" if text is None else str(text)
-    s = re.sub(r"[\x00-\x1f\x7f-\x9f]+", " ", s)
+    s = "" if text is None else _CONTROLS.sub(" ", str(text))
     return shorten(s, limit) if limit else s

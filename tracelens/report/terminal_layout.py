@@ -12,10 +12,12 @@ from contextvars import ContextVar
 from typing import Any
 
 from rich import box
+from rich.cells import cell_len
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from .escape import ELLIPSIS
 from .escape import terminal as clean
 from .names import distinct_short_names
 
@@ -40,6 +42,28 @@ _GLUE = "\u00a0"
 
 def _pieces(text: str) -> list[str]:
     return _PIECE.findall(text)
+
+
+def _fit_cells(text: str, width: int) -> str:
+    """``text`` as head…tail in at most ``width`` terminal cells (a CJK character or an emoji takes two): names
+    are shortened in characters, which for double-width ones is up to twice the room (the row then folds)."""
+    if cell_len(text) <= width:
+        return text
+    room = max(width - 1, 2)  # the ellipsis takes one cell
+    head_room, tail_room = (room * 2) // 3, room - (room * 2) // 3
+    head, used = [], 0
+    for char in text:  # a loop over one name's characters (a shown row's)
+        used += cell_len(char)
+        if used > head_room:
+            break
+        head.append(char)
+    tail, used = [], 0
+    for char in reversed(text[len(head) :]):
+        used += cell_len(char)
+        if used > tail_room:
+            break
+        tail.append(char)
+    return "".join(head) + ELLIPSIS + "".join(reversed(tail))
 
 
 class Rows:
@@ -74,13 +98,18 @@ class Rows:
         self.name_column = None  # shortened once
         # the room the other columns leave with their cells on one line (their headers may wrap)
         others = [
-            max([self._natural_and_least(i)[1]] + [len(str(row[i])) for row in self.rows])
+            max([self._natural_and_least(i)[1]] + [cell_len(str(row[i])) for row in self.rows])
             for i in range(len(self.columns))
             if i != column
         ]
         room = width - self._overhead(len(self.columns)) - sum(others)
         names = [str(row[column]) for row in self.rows]
-        short = distinct_short_names(names, max(TEXT_MIN, min(limit, room)))
+        target = max(TEXT_MIN, min(limit, room))
+        # a short form wider in cells than in characters (double-width characters): the whole name cut by cells
+        short = [
+            form if cell_len(form) <= target else _fit_cells(name, target)
+            for name, form in zip(names, distinct_short_names(names, target), strict=True)
+        ]
         self.rows = [
             (*row[:column], Text(name), *row[column + 1 :])
             for row, name in zip(self.rows, short, strict=True)
@@ -95,12 +124,14 @@ class Rows:
     def _natural_and_least(self, i: int) -> tuple[int, int]:
         cells = [str(row[i]) for row in self.rows]
         header = self.columns[i]
-        natural = max([len(header)] + [len(x) for x in cells])
-        header_word = max((len(w) for w in header.split()), default=0)
+        natural = max(
+            [cell_len(header)] + [cell_len(x) for x in cells]
+        )  # in terminal cells, as rich lays out
+        header_word = max((cell_len(w) for w in header.split()), default=0)
         if self._numeric(i):
-            return natural, max([header_word] + [len(p) for x in cells for p in _pieces(x)])
+            return natural, max([header_word] + [cell_len(p) for x in cells for p in _pieces(x)])
         if i == self.fixed:
-            return natural, max([header_word] + [len(x) for x in cells])
+            return natural, max([header_word] + [cell_len(x) for x in cells])
         return natural, min(natural, max(header_word, TEXT_MIN))
 
     @staticmethod

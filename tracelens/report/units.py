@@ -3,6 +3,6 @@ sentences, which live below ``report/``)."""
 
 from __future__ import annotations
 
-from ..units import FRACTION_KEYS, fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
+from ..units import FRACTION_KEYS, fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural, signed
 
-__all__ = ["FRACTION_KEYS", "fmt_auto", "fmt_bytes", "fmt_ns", "fmt_pct", "plural"]
+__all__ = ["FRACTION_KEYS", "fmt_auto", "fmt_bytes", "fmt_ns", "fmt_pct", "plural", "signed"]

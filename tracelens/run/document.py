@@ -102,6 +102,14 @@ def analyze_run(
         }
     write_manifest(cache, manifest)
     doc = build_run_document([r for r, _, _ in good], ranks, rank_warnings, cache)
+    if failures:  # in the document too, so that the report (a PR comment) does not read as the whole run
+        shown = "; ".join(" ".join(f.split()) for f in failures[:5])
+        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+        verb = "is" if len(failures) == 1 else "are"
+        doc["source"]["warnings"] = [
+            f"{len(failures)} of {len(results)} traces could not be read and {verb} left out: {shown}{more}",
+            *doc["source"]["warnings"],
+        ]
     return doc, failures
 
 

@@ -27,10 +27,17 @@ def _is_trace_file(path: Path) -> bool:
 
 
 def _run_files(directory: Path) -> list[Path]:
+    """The directory's trace files: not an analysis document saved beside them (``analyze DIR -o DIR/x.json``, a
+    diff's JSON), which would read as a rank whose trace failed, the run then exiting 1 on its own output."""
+    from ..document import looks_like_document
+
     return [
         f
         for f in directory.iterdir()
-        if f.is_file() and not f.name.startswith(".") and f.name.lower().endswith(RUN_FILE_SUFFIXES)
+        if f.is_file()
+        and not f.name.startswith(".")
+        and f.name.lower().endswith(RUN_FILE_SUFFIXES)
+        and not (f.name.lower().endswith(".json") and looks_like_document(f))
     ]
 
 

@@ -55,6 +55,7 @@ _KIND_OF_CATEGORY: dict[str, str | None] = {
     "python_function": PYTHON,
     "overhead": OVERHEAD,
     "trace": None,  # the profiler's own "PyTorch Profiler (0)" span
+    "tracelens": None,  # the tracks tracelens annotate adds (replay/annotate.py TRACK_CATEGORY): not the program's
 }
 KINDS = [
     KERNEL,
