@@ -15,14 +15,14 @@ ROOT = Path(tracelens.__file__).resolve().parent.parent
 # that writes too, then ends through the CLI's exit with status 3.
 PROGRAM = """
 import atexit, sys, threading
-from tracelens import cli
+from tracelens import process
 atexit.register(lambda: print("exit function ran", flush=False))
 print("out", end="")
 print("err", end="", file=sys.stderr)
 if sys.argv[1] == "thread":
     event = threading.Event()
     threading.Thread(target=event.wait, args=(0.5,)).start()  # alive when the exit comes: the normal exit waits
-cli._exit_at_once(3)
+process.exit_at_once(3)
 print("returned", end="")
 sys.exit(4)
 """

@@ -225,13 +225,13 @@ def test_empty_command_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, tmp_pat
 def test_the_profiled_program_gets_the_users_blas_setting(
     fake_nsys: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The CLI's one OpenBLAS thread (blas_threads.py) is its own: the program it profiles runs with what the user
+    """The CLI's one OpenBLAS thread (process.py) is its own: the program it profiles runs with what the user
     set (here: nothing)."""
-    from tracelens import blas_threads
+    from tracelens import process
 
     # as one_thread leaves it in a CLI process (numpy is imported in this one: one_thread would set nothing)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
-    monkeypatch.setattr(blas_threads, "_set_here", True)
+    monkeypatch.setattr(process, "_set_here", True)
     program = [sys.executable, "-c", "import os; print('BLAS=' + str(os.environ.get('OPENBLAS_NUM_THREADS')))"]
     record_and_analyze(program, tmp_path / "out")
     assert "BLAS=None" in capfd.readouterr().err

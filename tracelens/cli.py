@@ -6,14 +6,12 @@ Errors are caught in one place, :func:`main`, which prints one line and returns 
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import glob
 import math
 import os
 import sys
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from . import __version__, blas_threads
+from . import __version__, process
 from .errors import TracelensError
 from .outputs import refuse_input_as_output, writing
 
@@ -569,48 +567,14 @@ def entry() -> int:
     full collections over every object left (the modules of numpy, pyarrow, pandas and tracelens: ~60 ms of an
     analyze of the 406 MB Kineto trace); nothing left then needs the collector to be freed or finalized (tracelens's
     files are closed and its output written; the interpreter flushes stdout whatever the collector does).
-    Where nothing else runs, the process then ends without the interpreter's teardown (:func:`_exit_at_once`)."""
-    warnings.showwarning = _show_warning
-    blas_threads.one_thread()  # (before numpy is imported: blas_threads.py)
+    Where nothing else runs, the process then ends without the interpreter's teardown (:func:`.process.exit_at_once`).
+    Before anything runs: warnings shown as one line, and one OpenBLAS thread (process.py)."""
+    warnings.showwarning = process.show_warning
+    process.one_blas_thread()  # (before numpy is imported)
     status = main()
     gc.freeze()
-    _exit_at_once(status)
+    process.exit_at_once(status)
     return status
-
-
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: Any = None,
-    line: str | None = None,
-) -> None:
-    """A warning raised while the program runs (a reader's, naming the file and what it made of it) as one line on
-    stderr, like every other message: Python's own display adds the source file and line of tracelens's code."""
-    click.echo(f"tracelens: warning: {message}", err=True)
-
-
-def _exit_at_once(status: int) -> None:
-    """End the process with ``status`` now: the exit functions run (``atexit``: coverage, logging, finalizers) and
-    stdout and stderr flushed first, then ``os._exit``, which skips the interpreter's teardown: freeing every module
-    and object one by one, 25-30 ms of wall and CPU whatever the trace (~5% of the demo trace's whole process),
-    where the OS drops the process's memory at once. tracelens has closed its files by then. Returns (the normal
-    exit follows) where a thread other than this one is alive (the interpreter would wait for it) or a flush
-    fails (a closed pipe: the normal exit reports it as before)."""
-    if threading.active_count() > 1:
-        return
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except Exception:  # the normal exit meets it again and handles it as it did
-        return
-    atexit._run_exitfuncs()  # each once: the interpreter does not run them again
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(status)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .blas_threads import user_environment
+from .process import user_environment
 from .errors import InputError, ToolMissingError, UsageError
 
 NSYS_TRACE = "cuda,nvtx,osrt,cudnn,cublas"

@@ -1,4 +1,4 @@
-"""blas_threads: one OpenBLAS thread in the CLI's process (set before numpy's import, never over the user's
+"""process.py: one OpenBLAS thread in the CLI's process (set before numpy's import, never over the user's
 setting), and the user's environment for the programs ``tracelens record`` runs."""
 
 from __future__ import annotations
@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from tracelens import blas_threads
+from tracelens import process
 
 REPO = Path(__file__).resolve().parent.parent
 
 _PROBE = r"""
 import json, os, sys
-from tracelens import blas_threads
+from tracelens import process
 before = "numpy" in sys.modules
-set_here = blas_threads.one_thread()
+set_here = process.one_blas_thread()
 import numpy  # (what OpenBLAS reads the setting at)
 print(json.dumps({"numpy_before": before, "set_here": set_here, "value": os.environ.get("OPENBLAS_NUM_THREADS"),
-                  "child": blas_threads.user_environment().get("OPENBLAS_NUM_THREADS")}))
+                  "child": process.user_environment().get("OPENBLAS_NUM_THREADS")}))
 """
 
 
@@ -50,7 +50,7 @@ def test_nothing_set_once_numpy_is_imported(monkeypatch: pytest.MonkeyPatch) -> 
     import numpy  # noqa: F401  (this test process has it)
 
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
-    assert blas_threads.one_thread() is False
+    assert process.one_blas_thread() is False
     assert "OPENBLAS_NUM_THREADS" not in os.environ
 
 
