@@ -38,6 +38,7 @@ from .metadata import (
     thread_names,
 )
 from .nvtx import nvtx_rows
+from .processes import key_correlation_ids_by_process
 from .queries import (
     GPU_TABLES,
     TABLE_CUPTI_OVERHEAD,
@@ -137,6 +138,8 @@ class NsysReader:
         endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
         if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
             self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
+        # CUPTI numbers each process's calls from 1: ids made unique per process before anything joins on them
+        key_correlation_ids_by_process(parts)
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column

@@ -1,0 +1,131 @@
+"""Nsight Systems exports holding several processes (MPI ranks, DDP workers launched under one ``nsys profile``).
+
+CUPTI numbers each process's API calls from 1, so two processes repeat each other's correlation ids; and with
+``CUDA_VISIBLE_DEVICES`` set per rank each process sees its GPU as CUDA device 0, so the GPU tables' ``deviceId``
+(the CUDA ordinal inside the process) repeats too; ``TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid)`` says which
+GPU each process's device is. The exports are the hand-built fixture copied into a second process in tmp_path;
+every expectation is SQL written here over that file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import shared_params
+
+from tracelens.analyses.launch import launch_pairs
+from tracelens.cli import main
+from tracelens.ingest import load
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "nsys" / "handmade_nsys2026.sqlite"
+PID2 = 5151
+SHIFT_NS = 300  # the second process runs 300 ns later: its rows overlap the first's
+GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+def _two_processes(tmp_path: Path, device: int) -> Path:
+    """The fixture with every row of its process 4242 repeated by process PID2 (same correlation ids, GPU rows
+    on CUDA device ``device``, SHIFT_NS later)."""
+    path = tmp_path / "two_processes.sqlite"
+    shutil.copy(FIXTURE, path)
+    path.chmod(0o644)
+    conn = sqlite3.connect(path)
+    for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+        if "start" not in cols or not {"globalPid", "globalTid"} & set(cols):
+            continue
+        select = []
+        for col in cols:
+            if col == "globalPid":
+                select.append(f"((globalPid >> 48) << 48) + ({PID2} << 24)")
+            elif col in ("globalTid", "endGlobalTid"):
+                select.append(
+                    f"CASE WHEN {col} IS NULL THEN NULL ELSE (({col} >> 48) << 48) + ({PID2} << 24) + {PID2} END"
+                )
+            elif col == "deviceId":
+                select.append(str(device))
+            elif col in ("start", "end"):
+                select.append(f'"{col}" + {SHIFT_NS}')
+            else:
+                select.append(f'"{col}"')
+        conn.execute(f'INSERT INTO "{table}" SELECT {", ".join(select)} FROM "{table}"')
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _sql(path: Path, query: str) -> list[tuple]:
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(query).fetchall()
+    finally:
+        conn.close()
+
+
+def test_repeated_correlation_ids_join_each_op_to_its_own_process(tmp_path: Path) -> None:
+    path = _two_processes(tmp_path, device=1)
+    ops = " UNION ALL ".join(f"SELECT start, correlationId, globalPid FROM {t}" for t in GPU_TABLES)
+    # Each GPU op's launch call: the runtime row of its own process with its correlation id.
+    expected = sorted(
+        _sql(
+            path,
+            f"""SELECT g.start, r.start, r."end" FROM ({ops}) g JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
+                ON r.correlationId = g.correlationId AND (r.globalTid >> 24) & 16777215 = (g.globalPid >> 24) & 16777215""",
+        )
+    )
+    assert len(expected) == 12  # 6 GPU ops a process, each launched by one call of its own process
+    trace = load(path)
+    origin = trace.metadata.time_origin_ns
+    pairs = launch_pairs(trace)
+    matched = np.asarray(pairs["matched"])
+    got = sorted(
+        zip(
+            (np.asarray(pairs["start"])[matched] + origin).tolist(),
+            (np.asarray(pairs["launch_start"])[matched] + origin).tolist(),
+            (np.asarray(pairs["launch_end"])[matched] + origin).tolist(),
+            strict=True,
+        )
+    )
+    assert got == expected
+
+
+def test_repeated_correlation_ids_count_one_call_per_op(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # Joined across processes, the 12 ops read as enqueued by 6 calls: "graph launches" that are not there.
+    path = _two_processes(tmp_path, device=1)
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    launch = json.loads(capsys.readouterr().out)["launch"]
+    calls = _sql(
+        path,
+        "SELECT count(DISTINCT (globalTid >> 24) * 4294967296 + correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+        "WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION "
+        "SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMCPY UNION SELECT correlationId FROM CUPTI_ACTIVITY_KIND_MEMSET)",
+    )[0][0]
+    assert calls == 12
+    assert launch["matched_ops"] == 12
+    assert launch["latency"]["count"] == calls
+    assert launch["rates"]["launch_calls"] == calls
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("path", shared_params("nsys", "*.sqlite"))
+def test_matched_ops_are_the_join_on_process_and_id(path: Path) -> None:
+    # The 2026.2 window holds two processes whose correlation ids overlap (1452809..1479690 and 1477488..1504362):
+    # joined on the id alone, 16 of its GPU ops took the other process's call.
+    ops = " UNION ALL ".join(
+        f"SELECT correlationId AS c, globalPid AS g FROM {t}"
+        for t in GPU_TABLES
+        if _sql(path, f"SELECT count(*) FROM sqlite_master WHERE name = '{t}'")[0][0]
+    )
+    expected = _sql(
+        path,
+        f"""SELECT count(*) FROM ({ops}) o WHERE EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+            WHERE r.correlationId = o.c AND (r.globalTid >> 24) & 16777215 = (o.g >> 24) & 16777215)""",
+    )[0][0]
+    assert int(np.asarray(launch_pairs(load(path))["matched"]).sum()) == expected
