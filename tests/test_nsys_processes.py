@@ -129,3 +129,63 @@ def test_matched_ops_are_the_join_on_process_and_id(path: Path) -> None:
             WHERE r.correlationId = o.c AND (r.globalTid >> 24) & 16777215 = (o.g >> 24) & 16777215)""",
     )[0][0]
     assert int(np.asarray(launch_pairs(load(path))["matched"]).sum()) == expected
+
+
+def _cuda_devices(
+    path: Path, rows: list[tuple[int, int, int, int]], gpus: list[tuple[int, str, int]]
+) -> None:
+    """Add TARGET_INFO_CUDA_DEVICE (gpuId, cudaId, pid, numMultiprocessors) rows and TARGET_INFO_GPU rows
+    (id, name, smCount) as nsys 2026.1 writes them (the column set of the real 2026.1 export)."""
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL, "
+        "uuid TEXT, numMultiprocessors INTEGER)"
+    )
+    conn.executemany("INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (?, ?, ?, NULL, ?)", rows)
+    conn.execute("DELETE FROM TARGET_INFO_GPU")
+    conn.executemany("INSERT INTO TARGET_INFO_GPU (vmId, id, name, smCount) VALUES (1, ?, ?, ?)", gpus)
+    conn.commit()
+    conn.close()
+
+
+def test_each_process_device_0_is_the_gpu_target_info_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # CUDA_VISIBLE_DEVICES per rank: both processes run on their CUDA device 0, which nsys maps to GPUs 0 and 1.
+    # Read as one device 0, the two GPUs' work was one union: a headline that mixes two GPUs into one.
+    path = _two_processes(tmp_path, device=0)
+    _cuda_devices(path, [(0, 0, 4242, 108), (1, 0, PID2, 108)], [(0, "GPU A", 108), (1, "GPU B", 108)])
+    ops = " UNION ALL ".join(f'SELECT start, "end", globalPid FROM {t}' for t in GPU_TABLES)
+    busy = {}
+    for pid, gpu in ((4242, 0), (PID2, 1)):
+        rows = _sql(
+            path,
+            f'SELECT start, "end" FROM ({ops}) WHERE (globalPid >> 24) & 16777215 = {pid} ORDER BY start',
+        )
+        merged: list[list[int]] = []
+        for s, e in rows:
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        busy[gpu] = sum(e - s for s, e in merged)
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["device_count"] == 2
+    assert {d["id"]: d["busy_ns"] for d in doc["devices"]} == busy
+    assert {d["id"]: d["name"] for d in doc["devices"]} == {0: "GPU A", 1: "GPU B"}
+    assert {d["id"]: d["kernel_count"] for d in doc["devices"]} == {0: 3, 1: 3}
+
+
+def test_a_process_limited_to_one_gpu_reads_as_that_gpu(tmp_path: Path) -> None:
+    # CUDA_VISIBLE_DEVICES=3: the process calls the node's GPU 3 its device 0; the device row is GPU 3's.
+    path = tmp_path / "one_gpu.sqlite"
+    shutil.copy(FIXTURE, path)
+    path.chmod(0o644)
+    _cuda_devices(path, [(3, 0, 4242, 132)], [(i, f"GPU {i}", 132) for i in range(4)])
+    trace = load(path)
+    kernels = trace.df[trace.df.kind == "kernel"]
+    assert set(kernels.device.astype("int64")) == {3}
+    assert _sql(path, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL") == [(0,)]
+    devices = trace.devices.to_pylist()
+    assert [(d["id"], d["name"]) for d in devices] == [(i, f"GPU {i}") for i in range(4)]

@@ -126,13 +126,16 @@ def devices(db: Database, events: EventStore) -> pa.Table:
     if "TARGET_INFO_CUDA_DEVICE" in db.tables and {"cudaId", "numMultiprocessors"} <= set(
         db.columns("TARGET_INFO_CUDA_DEVICE")
     ):
-        for cuda_id, sms in db.small(
-            "SELECT DISTINCT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
+        # keyed by the GPU (gpuId) where the table names it: the events' device is that GPU (.processes)
+        gpu_col = "gpuId" if "gpuId" in db.columns("TARGET_INFO_CUDA_DEVICE") else "NULL"
+        for gpu_id, cuda_id, sms in db.small(
+            f"SELECT DISTINCT {gpu_col}, cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
         ):
-            if not isinstance(cuda_id, int):
+            key = gpu_id if isinstance(gpu_id, int) else cuda_id
+            if not isinstance(key, int):
                 continue
             sms = sms if _is_number(sms) else None
-            row = rows.setdefault(int(cuda_id), {"id": int(cuda_id), "vendor": "nvidia"})
+            row = rows.setdefault(int(key), {"id": int(key), "vendor": "nvidia"})
             if row.get("sm_count") is None:
                 row["sm_count"] = sms
     for dev in events.unique("device"):

@@ -5,6 +5,11 @@ process is made unique across the export before the parts are assembled.
   id alone, a rank's kernels took another rank's launch calls (wrong latencies, ops "enqueued" by one call as if
   graph launches, NVTX ranges credited with another rank's GPU time). Where rows of more than one process carry
   correlation ids, ``correlation_id = pid * 2^32 + correlationId`` (CUPTI's id is 32-bit: no two keys meet).
+- Devices: a GPU row's ``deviceId`` is the CUDA device ordinal inside its process; with ``CUDA_VISIBLE_DEVICES``
+  set per rank every rank runs on its "device 0", and a rank limited to GPU 3 calls it 0 too. Read as exported,
+  the ranks' GPUs were one device (one busy union over several GPUs). ``TARGET_INFO_CUDA_DEVICE (gpuId, cudaId,
+  pid)`` says which GPU (``TARGET_INFO_GPU.id``) each process's CUDA device is: ``device`` is that ``gpuId``
+  where the table names one, else ``deviceId`` as exported.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import Part
+from .columns import Part, int64_numpy
+from .database import Database
 
 PROCESS_SHIFT = 1 << 32  # above every 32-bit CUPTI correlation id
 
@@ -42,3 +48,45 @@ def key_correlation_ids_by_process(parts: list[Part]) -> bool:
         # a row without a pid keeps its id (it can join no other process's call anyway)
         part.columns["correlation_id"] = pc.if_else(pid.is_null(), wide, keyed)
     return True
+
+
+def cuda_device_gpus(db: Database) -> dict[tuple[int, int], int]:
+    """(pid, CUDA device ordinal) -> the GPU's ``TARGET_INFO_GPU.id``, from ``TARGET_INFO_CUDA_DEVICE``; empty
+    without the table or its columns. A pair the table maps to two GPUs (a damaged export) is left out."""
+    table = "TARGET_INFO_CUDA_DEVICE"
+    if table not in db.tables or not {"gpuId", "cudaId", "pid"} <= set(db.columns(table)):
+        return {}
+    gpus: dict[tuple[int, int], set[int]] = {}
+    for gpu, cuda, pid in db.small(f"SELECT DISTINCT gpuId, cudaId, pid FROM {table}"):
+        if all(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < PROCESS_SHIFT
+            for v in (gpu, cuda, pid)
+        ):
+            gpus.setdefault((pid, cuda), set()).add(gpu)
+    return {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
+
+
+def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> bool:
+    """Set each GPU row's ``device`` to the GPU its process's CUDA device is (:func:`cuda_device_gpus`), in
+    place; whether any row's device changed. Rows of a pair the mapping lacks keep their ``deviceId``."""
+    if not gpus or all(gpu == cuda for (_, cuda), gpu in gpus.items()):
+        return False
+    pairs = sorted(gpus)
+    keys = np.array([pid * PROCESS_SHIFT + cuda for pid, cuda in pairs], np.int64)
+    values = np.array([gpus[k] for k in pairs], np.int64)
+    changed = False
+    for part in parts:
+        device, pid = part.columns.get("device"), part.columns.get("pid")
+        if part.host or device is None or pid is None or not len(device):
+            continue
+        dev, proc = int64_numpy(device, fill=-1), int64_numpy(pid, fill=-1)
+        key = proc * PROCESS_SHIFT + dev
+        at = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+        hit = (keys[at] == key) & (dev >= 0) & (proc >= 0)
+        if not hit.any():
+            continue
+        mapped = np.where(hit, values[at], dev)
+        changed |= bool((mapped != dev).any())
+        nulls = np.asarray(device.is_null())
+        part.columns["device"] = pa.array(mapped, pa.int64(), mask=nulls if nulls.any() else None)
+    return changed

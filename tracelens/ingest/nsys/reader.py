@@ -38,7 +38,7 @@ from .metadata import (
     thread_names,
 )
 from .nvtx import nvtx_rows
-from .processes import key_correlation_ids_by_process
+from .processes import cuda_device_gpus, key_correlation_ids_by_process, map_devices_to_gpus
 from .queries import (
     GPU_TABLES,
     TABLE_CUPTI_OVERHEAD,
@@ -140,6 +140,9 @@ class NsysReader:
             self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
         # CUPTI numbers each process's calls from 1: ids made unique per process before anything joins on them
         key_correlation_ids_by_process(parts)
+        # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
+        gpus = cuda_device_gpus(db)
+        map_devices_to_gpus(parts, gpus)
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column
