@@ -154,3 +154,20 @@ class Part:
                     else narrow_type(values if pa.types.is_signed_integer(values.type) else values.cast(typ))
                 )
             self.columns[name] = values.cast(typ) if values.type != typ else detach(values)
+
+
+def drop_rows_without_device(parts: list[Part]) -> int:
+    """Remove the GPU rows whose device is null from the GPU parts (in place); how many there were. A GPU op of
+    no device is on no GPU's timeline: kept, it counted as a kernel while every per-GPU figure left it out."""
+    dropped = 0
+    for part in parts:
+        device = part.columns.get("device")
+        if part.host or device is None or not device.null_count:
+            continue
+        keep = device.is_valid()
+        for name, values in part.columns.items():
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                part.columns[name] = values.filter(keep)
+        dropped += device.null_count
+        part.n -= device.null_count
+    return dropped

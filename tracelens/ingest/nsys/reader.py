@@ -16,7 +16,7 @@ import pyarrow as pa
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
-from .columns import Part
+from .columns import Part, drop_rows_without_device
 from .database import Database
 from .fetch import Builder, fetch_parts
 from .mappers import (
@@ -135,6 +135,11 @@ class NsysReader:
             self.warnings.append(missing)
             warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
 
+        deviceless = drop_rows_without_device(parts)
+        if deviceless:  # nsys writes every GPU row's device: a damaged or hand-edited export
+            lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
+            self.warnings.append(lost)
+            warnings.warn(f"{self.path}: {lost}", UserWarning, stacklevel=3)
         endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
         if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
             self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
