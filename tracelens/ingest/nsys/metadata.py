@@ -42,6 +42,19 @@ def export_metadata(db: Database) -> dict[str, str]:
 
 def check_is_nsys(db: Database, meta: dict[str, str], path: Path) -> None:
     """Raise InputError when the database has none of the tables or metadata an nsys export has."""
+    # nvprof's SQLite profiles (.nvvp) share table names with nsys (CUPTI_ACTIVITY_KIND_RUNTIME, _MEMCPY) but
+    # keep kernels in CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL and strings in StringTable: read as an export, the
+    # copies were the whole GPU side (100% busy, memcpy-bound) and the kernels unseen.
+    if (
+        not meta
+        and "StringIds" not in db.tables
+        and {"StringTable", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"} & db.tables
+    ):
+        raise InputError(
+            "an nvprof profile (StringTable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), not an Nsight Systems export:"
+            " record with nsys profile and export with nsys export --type sqlite",
+            path=path,
+        )
     known = {"StringIds", TABLE_KERNEL, TABLE_RUNTIME, TABLE_NVTX, TABLE_OSRT, "TARGET_INFO_GPU"}
     if not meta and not (known & db.tables):
         raise InputError(
