@@ -113,10 +113,12 @@ class NsysReader:
         newer = schema_version_warning(meta)
         if newer:
             self.warnings.append(newer)
-            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
         strings = Strings.load(db)
 
         queries = self._queries(db)
+        self._check_gpu_side_readable(db, queries, meta.get("EXPORT_SCHEMA_VERSION", "") if newer else "")
+        if newer:  # after the check: a file refused gets its one line, not this warning before it
+            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
         parts, row_counts = fetch_parts(db, queries, self._builders(db, strings))
 
         if not any(row_counts.get(t) for t in GPU_TABLES):
@@ -172,6 +174,26 @@ class NsysReader:
             extra=extra(db, meta, row_counts, events, threads, self._nvtx_domains, self._short_names),
         )
         return Trace(events=events, devices=devices(db, events), metadata=metadata)
+
+    def _check_gpu_side_readable(
+        self, db: Database, queries: dict[str, tuple[str, list[str]]], newer_schema: str
+    ) -> None:
+        """Raise InputError where GPU tables hold rows but none can be read (each lacks a column the reader
+        needs: a newer schema, a damaged export). Skipped, they left "no GPU activity", and the diagnosis told
+        the user to record a GPU side that is there."""
+
+        def has_rows(table: str) -> bool:
+            return table in db.tables and bool(db.small(f'SELECT 1 FROM "{table}" LIMIT 1'))
+
+        skipped = [t for t in GPU_TABLES if t not in queries and has_rows(t)]
+        if not skipped or any(has_rows(t) for t in GPU_TABLES if t in queries):
+            return  # nothing skipped, or GPU rows to read beside the skipped tables (each named in a warning)
+        reasons = [w.removesuffix("; table skipped") for w in self.warnings if w.startswith(tuple(skipped))]
+        schema = f" (export schema {newer_schema}, newer than any it knows)" if newer_schema else ""
+        raise InputError(
+            f"the GPU tables hold rows this tracelens cannot read{schema}: {'; '.join(reasons)}",
+            path=self.path,
+        )
 
     def _builders(self, db: Database, strings: Strings) -> dict[str, Builder]:
         """Per table, the function that turns its fetched rows into a part (keeping what else they say)."""

@@ -1,0 +1,114 @@
+"""GPU tables of an Nsight Systems export whose columns the reader cannot use.
+
+- Rows without a device (a damaged or hand-edited export: nsys writes every ``deviceId``). Read as they were,
+  they were kernels of no GPU: every GPU analysis left them out and the diagnosis called the trace healthy ("no
+  bottleneck to fix", GPUs 0) while it holds kernels.
+- GPU tables that hold rows but lack a column the reader needs (a newer schema that renamed ``start``, a damaged
+  export): skipped, they left "no GPU activity" and the diagnosis told the user the profiler lost the GPU side
+  and to record it again; the GPU side is there, this tracelens cannot read it: bad input, one line, exit 2.
+
+Built in tmp_path from the hand-built fixture; expectations from SQL over the same file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tracelens.cli import main
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "nsys" / "handmade_nsys2026.sqlite"
+GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+
+
+def _damaged(tmp_path: Path, *statements: str) -> Path:
+    path = tmp_path / "damaged.sqlite"
+    shutil.copy(FIXTURE, path)
+    path.chmod(0o644)
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def _analyze(path: Path, capsys: pytest.CaptureFixture) -> tuple[dict, str]:
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    captured = capsys.readouterr()
+    return json.loads(captured.out), captured.err
+
+
+def _one_line_error(path: Path, capsys: pytest.CaptureFixture) -> str:
+    code = main(["analyze", "-f", "json", str(path)])
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert code == 2 and not captured.out
+    assert len(err) == 1, err
+    assert str(path) in err[0] and "Traceback" not in err[0]
+    return err[0]
+
+
+def test_gpu_tables_without_a_device_column_are_unreadable_not_healthy(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _damaged(tmp_path, *(f"ALTER TABLE {t} DROP COLUMN deviceId" for t in GPU_TABLES))
+    line = _one_line_error(path, capsys)
+    assert "CUPTI_ACTIVITY_KIND_KERNEL lacks column(s) deviceId" in line
+
+
+def test_gpu_tables_of_a_newer_schema_are_unreadable_not_lost(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _damaged(
+        tmp_path,
+        "UPDATE META_DATA_EXPORT SET value = '4.0.0' WHERE name = 'EXPORT_SCHEMA_VERSION'",
+        "UPDATE META_DATA_EXPORT SET value = '4' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'",
+        *(f'ALTER TABLE {t} RENAME COLUMN "start" TO startNs' for t in GPU_TABLES),
+    )
+    line = _one_line_error(path, capsys)  # the newer-schema warning is not a second line: the error names it
+    assert "CUPTI_ACTIVITY_KIND_KERNEL lacks column(s) start" in line
+    assert "4.0.0" in line
+
+
+def test_one_unreadable_gpu_table_beside_readable_ones_is_read_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # The kernels are there: the trace is read; the memset table is named in a warning (as before).
+    path = _damaged(tmp_path, 'ALTER TABLE CUPTI_ACTIVITY_KIND_MEMSET RENAME COLUMN "end" TO endNs')
+    doc, _ = _analyze(path, capsys)
+    assert doc["summary"]["kernel_count"] == 3
+    assert any("CUPTI_ACTIVITY_KIND_MEMSET lacks column(s) end" in w for w in doc["source"]["warnings"])
+
+
+def test_gpu_rows_without_a_device_are_left_out_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _damaged(
+        tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = NULL WHERE correlationId = 102"
+    )
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    kept = conn.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId IS NOT NULL"
+    ).fetchone()[0]
+    dropped = conn.execute(
+        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId IS NULL"
+    ).fetchone()[0]
+    conn.close()
+    with pytest.warns(UserWarning, match="1 GPU row\\(s\\) have no device"):  # printed on stderr by the CLI
+        doc, _ = _analyze(path, capsys)
+    assert (kept, dropped) == (2, 1)
+    assert doc["summary"]["kernel_count"] == kept
+    assert f"{dropped} GPU row(s) have no device" in " ".join(doc["source"]["warnings"])
+
+
+def test_every_gpu_row_without_a_device_is_not_a_healthy_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _damaged(tmp_path, *(f"UPDATE {t} SET deviceId = NULL" for t in GPU_TABLES))
+    with pytest.warns(UserWarning, match="6 GPU row\\(s\\) have no device"):
+        doc, _ = _analyze(path, capsys)
+    assert doc["diagnosis"]["primary"]["cause"] == "incomplete_trace"
