@@ -189,3 +189,35 @@ def test_a_process_limited_to_one_gpu_reads_as_that_gpu(tmp_path: Path) -> None:
     assert _sql(path, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL") == [(0,)]
     devices = trace.devices.to_pylist()
     assert [(d["id"], d["name"]) for d in devices] == [(i, f"GPU {i}") for i in range(4)]
+
+
+def test_a_process_whose_gpu_side_is_missing_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # Rank PID2's GPU rows lost (its CUPTI buffers, or a process traced without CUDA activity): the figures
+    # cover process 4242's GPU alone, which the output said nowhere.
+    path = _two_processes(tmp_path, device=1)
+    conn = sqlite3.connect(path)
+    for table in (*GPU_TABLES, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+        conn.execute(f"DELETE FROM {table} WHERE (globalPid >> 24) & 16777215 = {PID2}")
+    conn.commit()
+    conn.close()
+    names = "SELECT id FROM StringIds WHERE value GLOB 'cu*Launch*' OR value GLOB 'cu*Memcpy*' OR value GLOB 'cu*Memset*'"
+    calls = _sql(
+        path,
+        f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE (globalTid >> 24) & 16777215 = {PID2} "
+        f"AND nameId IN ({names})",
+    )[0][0]
+    assert calls == 6  # R1, R2, R3, R4, R6, R7 of the fixture
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["summary"]["device_count"] == 1
+    named = [w for w in doc["source"]["warnings"] if "have no GPU row" in w]
+    assert len(named) == 1 and f"{PID2} ({calls} calls)" in named[0] and "4242" not in named[0]
+
+
+def test_processes_that_all_have_gpu_rows_are_not_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _two_processes(tmp_path, device=1)
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert not [w for w in doc["source"]["warnings"] if "have no GPU row" in w]

@@ -10,6 +10,9 @@ process is made unique across the export before the parts are assembled.
   the ranks' GPUs were one device (one busy union over several GPUs). ``TARGET_INFO_CUDA_DEVICE (gpuId, cudaId,
   pid)`` says which GPU (``TARGET_INFO_GPU.id``) each process's CUDA device is: ``device`` is that ``gpuId``
   where the table names one, else ``deviceId`` as exported.
+- A process whose GPU side is missing: its launch calls are in the export and not one GPU row of it (a rank's
+  CUPTI buffers lost, a process not traced with CUDA activity). The figures then cover the other processes'
+  GPUs only, silently: a warning names the process (:func:`processes_without_gpu_rows`).
 """
 
 from __future__ import annotations
@@ -90,3 +93,32 @@ def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> 
         nulls = np.asarray(device.is_null())
         part.columns["device"] = pa.array(mapped, pa.int64(), mask=nulls if nulls.any() else None)
     return changed
+
+
+# API calls that enqueue GPU work, by name: kernel and graph launches, copies and memsets (runtime and driver).
+_ENQUEUING_CALL = r"^(cuda|cu|hip)\w*(Launch|Memcpy|Memset)"
+
+
+def processes_without_gpu_rows(parts: list[Part]) -> dict[int, int]:
+    """{pid: its calls that enqueue GPU work} of the processes with such calls and no GPU row, where other
+    processes do have GPU rows (an export without any GPU row gets its own warning)."""
+    gpu_pids: set[int] = set()
+    calls: dict[int, int] = {}
+    for part in parts:
+        pid = part.columns.get("pid")
+        if pid is None or not len(pid):
+            continue
+        if not part.host:
+            gpu_pids.update(int(p) for p in pc.unique(pid.drop_null()).to_pylist())
+            continue
+        name = part.columns.get("name")
+        if part.columns.get("correlation_id") is None or not isinstance(name, pa.DictionaryArray):
+            continue  # not the API calls (NVTX, OS runtime, overhead)
+        enqueuing = pc.match_substring_regex(name.dictionary.cast(pa.string()), _ENQUEUING_CALL)
+        mask = pc.fill_null(pc.take(enqueuing, name.indices), False)
+        pids, counts = np.unique(np.asarray(pid.filter(mask).drop_null(), np.int64), return_counts=True)
+        for p, n in zip(pids.tolist(), counts.tolist(), strict=True):
+            calls[p] = calls.get(p, 0) + n
+    if not gpu_pids:
+        return {}
+    return {p: n for p, n in sorted(calls.items()) if p not in gpu_pids}

@@ -38,7 +38,12 @@ from .metadata import (
     thread_names,
 )
 from .nvtx import nvtx_rows
-from .processes import cuda_device_gpus, key_correlation_ids_by_process, map_devices_to_gpus
+from .processes import (
+    cuda_device_gpus,
+    key_correlation_ids_by_process,
+    map_devices_to_gpus,
+    processes_without_gpu_rows,
+)
 from .queries import (
     GPU_TABLES,
     TABLE_CUPTI_OVERHEAD,
@@ -142,6 +147,14 @@ class NsysReader:
             lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
             self.warnings.append(lost)
             warnings.warn(f"{self.path}: {lost}", UserWarning, stacklevel=3)
+        lost = processes_without_gpu_rows(parts)
+        if lost:  # the figures below cover the other processes' GPUs only: say so
+            named = ", ".join(f"{pid} ({n:,} calls)" for pid, n in list(lost.items())[:5])
+            more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+            self.warnings.append(
+                f"process(es) {named}{more} made GPU launch, copy or memset calls and have no GPU row in the "
+                "export: their GPU side was not recorded; the GPU figures cover the other processes only"
+            )
         endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
         if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
             self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
