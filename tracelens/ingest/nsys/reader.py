@@ -147,10 +147,10 @@ class NsysReader:
             lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
             self.warnings.append(lost)
             warnings.warn(f"{self.path}: {lost}", UserWarning, stacklevel=3)
-        lost = processes_without_gpu_rows(parts)
-        if lost:  # the figures below cover the other processes' GPUs only: say so
-            named = ", ".join(f"{pid} ({n:,} calls)" for pid, n in list(lost.items())[:5])
-            more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+        gpuless = processes_without_gpu_rows(parts)
+        if gpuless:  # the figures below cover the other processes' GPUs only: say so
+            named = ", ".join(f"{pid} ({n:,} calls)" for pid, n in list(gpuless.items())[:5])
+            more = f" and {len(gpuless) - 5} more" if len(gpuless) > 5 else ""
             self.warnings.append(
                 f"process(es) {named}{more} made GPU launch, copy or memset calls and have no GPU row in the "
                 "export: their GPU side was not recorded; the GPU figures cover the other processes only"
