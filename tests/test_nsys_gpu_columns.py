@@ -112,3 +112,24 @@ def test_every_gpu_row_without_a_device_is_not_a_healthy_trace(
     with pytest.warns(UserWarning, match="6 GPU row\\(s\\) have no device"):
         doc, _ = _analyze(path, capsys)
     assert doc["diagnosis"]["primary"]["cause"] == "incomplete_trace"
+
+
+def test_gpu_rows_ending_before_they_start_are_zero_length_with_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # K1 gemm [10_000, 30_000] made to end 5_000 ns before it starts: read as zero-length (as before), now said.
+    path = _damaged(
+        tmp_path, 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5000 WHERE correlationId = 102'
+    )
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    backwards = conn.execute(
+        'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "end" < start'
+    ).fetchone()[0]
+    kernel_ns = conn.execute('SELECT sum(max("end" - start, 0)) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()[
+        0
+    ]
+    conn.close()
+    doc, _ = _analyze(path, capsys)
+    assert (backwards, kernel_ns) == (1, 15_000)
+    assert doc["summary"]["device_mean_kernel_ns"] == kernel_ns
+    assert f"{backwards} GPU row(s) end before they start: read as zero-length" in doc["source"]["warnings"]

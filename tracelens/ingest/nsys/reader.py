@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
@@ -158,6 +159,13 @@ class NsysReader:
         endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
         if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
             self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
+        backwards = sum(
+            pc.sum(pc.less(p.columns["end_ns"], p.columns["start_ns"])).as_py() or 0
+            for p in parts
+            if not p.host
+        )
+        if backwards:  # the assembly clamps an end to its start: said, not silent (kernel time, busy time)
+            self.warnings.append(f"{backwards:,} GPU row(s) end before they start: read as zero-length")
         # CUPTI numbers each process's calls from 1: ids made unique per process before anything joins on them
         key_correlation_ids_by_process(parts)
         # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
