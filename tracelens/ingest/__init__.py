@@ -82,7 +82,11 @@ def _directory_traces(directory: Path) -> list[Path]:
     reports = {f.stem for f in files if f.name.lower().endswith((".nsys-rep", ".qdrep"))}
     # tracelens's own cached export of a report beside it (<stem>.tracelens.sqlite): the report stands for it
     # (and uses it while it is fresh)
-    files = [f for f in files if not (f.name.endswith(".tracelens.sqlite") and f.name[:-17] in reports)]
+    files = [
+        f
+        for f in files
+        if not (f.name.endswith(".tracelens.sqlite") and f.name[: -len(".tracelens.sqlite")] in reports)
+    ]
     exported = {f.name[: -len(".sqlite")] for f in files if f.name.lower().endswith(".sqlite")}
     return [f for f in files if not (f.name.lower().endswith((".nsys-rep", ".qdrep")) and f.stem in exported)]
 
