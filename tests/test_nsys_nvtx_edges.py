@@ -98,3 +98,13 @@ def test_a_step_number_no_int64_holds_is_an_annotation(tmp_path: Path) -> None:
     trace = load(path)
     row = trace.df[trace.df.name == big]
     assert list(row.kind) == ["annotation"]
+
+
+def test_an_export_without_any_event_row_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # e.g. nsys profile --trace=none --sample=cpu: scheduling and sampling tables only. docs/analyses.md: a trace
+    # with no timed event at all is bad input (the Kineto and xplane readers refuse one); this one read as a
+    # "0 events" trace with a verdict.
+    path = _edited(tmp_path, *(f"DROP TABLE {t}" for t in (*EVENT_TABLES, "NVTX_EVENTS")))
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "no event" in err[0]

@@ -127,6 +127,12 @@ class NsysReader:
             warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
         parts, row_counts = fetch_parts(db, queries, self._builders(db, strings))
 
+        if not any(p.n for p in parts):  # as the other readers: a trace with no timed event is bad input
+            raise InputError(
+                "the export holds no event tracelens reads (no CUDA activity or API, NVTX, OS runtime or "
+                "profiler-overhead rows): record with nsys profile -t cuda,nvtx",
+                path=self.path,
+            )
         if not any(row_counts.get(t) for t in GPU_TABLES):
             self.warnings.append(
                 "no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
