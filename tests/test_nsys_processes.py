@@ -221,3 +221,28 @@ def test_processes_that_all_have_gpu_rows_are_not_named(
     assert main(["analyze", "-f", "json", str(path)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert not [w for w in doc["source"]["warnings"] if "have no GPU row" in w]
+
+
+def test_gpu_tables_without_a_process_keep_the_ids_as_exported(tmp_path: Path) -> None:
+    # GPU tables without globalPid (a damaged or trimmed export): the GPU ops' process is unknown, so keyed calls
+    # would join none of them; ids stay as exported and join on the id alone (distinct ids here).
+    path = _two_processes(tmp_path, device=1)
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = correlationId + 1000 WHERE "
+        f"(globalTid >> 24) & 16777215 = {PID2}"
+    )
+    for table in (*GPU_TABLES, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+        conn.execute(
+            f"UPDATE {table} SET correlationId = correlationId + 1000 WHERE (globalPid >> 24) & 16777215 = {PID2}"
+        )
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN globalPid")
+    conn.commit()
+    conn.close()
+    ops = " UNION ALL ".join(f"SELECT correlationId FROM {t}" for t in GPU_TABLES)
+    expected = _sql(
+        path,
+        f"SELECT count(*) FROM ({ops}) WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
+    )[0][0]
+    assert expected == 12
+    assert int(np.asarray(launch_pairs(load(path))["matched"]).sum()) == expected

@@ -36,11 +36,23 @@ def _correlated_pids(part: Part) -> np.ndarray:
     return np.asarray(pc.unique(kept).cast(pa.int64()), np.int64)
 
 
+def _ids_without_pid(part: Part) -> bool:
+    """Whether some row of the part carries a correlation id and no pid."""
+    corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
+    if corr is None or corr.null_count == len(corr):
+        return False
+    if pid is None:
+        return True
+    return bool(pc.any(pc.and_(corr.is_valid(), pid.is_null())).as_py())
+
+
 def key_correlation_ids_by_process(parts: list[Part]) -> bool:
     """Make correlation ids unique per process where rows of several processes carry them (in place); whether
     they were. One process: the ids stay as exported."""
     pids = np.unique(np.concatenate([_correlated_pids(p) for p in parts] or [np.empty(0, np.int64)]))
-    if pids.size < 2:
+    if pids.size < 2 or any(_ids_without_pid(p) for p in parts):
+        # one process; or rows with an id and no pid (a GPU table without globalPid): keyed, the calls would
+        # join none of them, so the ids stay as exported
         return False
     for part in parts:
         corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
@@ -48,8 +60,7 @@ def key_correlation_ids_by_process(parts: list[Part]) -> bool:
             continue
         wide = corr.cast(pa.int64())
         keyed = pc.add(pc.multiply(pid.cast(pa.int64()), PROCESS_SHIFT), wide)
-        # a row without a pid keeps its id (it can join no other process's call anyway)
-        part.columns["correlation_id"] = pc.if_else(pid.is_null(), wide, keyed)
+        part.columns["correlation_id"] = pc.if_else(pid.is_null(), wide, keyed)  # (no id without a pid here)
     return True
 
 
