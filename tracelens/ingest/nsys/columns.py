@@ -147,12 +147,17 @@ class Part:
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
             if name not in _KEPT_WIDE and pa.types.is_signed_integer(typ):
+                schema_type = typ
                 # all null (a kernel table without graphs): one byte a row until the assembly
                 typ = (
                     pa.int8()
                     if len(values) and values.null_count == len(values)
                     else narrow_type(values if pa.types.is_signed_integer(values.type) else values.cast(typ))
                 )
+                if typ.bit_width > schema_type.bit_width:
+                    # a value past the column's type (a grid dimension beyond int32: a damaged export): the safe
+                    # cast raises here, in the reader (one InputError), not when an analysis widens the column
+                    typ = schema_type
             self.columns[name] = values.cast(typ) if values.type != typ else detach(values)
 
 
