@@ -133,3 +133,29 @@ def test_gpu_rows_ending_before_they_start_are_zero_length_with_a_warning(
     assert (backwards, kernel_ns) == (1, 15_000)
     assert doc["summary"]["device_mean_kernel_ns"] == kernel_ns
     assert f"{backwards} GPU row(s) end before they start: read as zero-length" in doc["source"]["warnings"]
+
+
+def test_a_newer_schema_that_changed_a_column_type_is_one_line_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # Timestamps as text in a schema 4 export: refused (as any cell of another type), in one line that names the
+    # schema; the newer-schema warning printed before the error made two lines.
+    path = _damaged(
+        tmp_path,
+        "UPDATE META_DATA_EXPORT SET value = '4.0.0' WHERE name = 'EXPORT_SCHEMA_VERSION'",
+        "UPDATE META_DATA_EXPORT SET value = '4' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = '2026-11-28T12:00:00Z'",
+    )
+    line = _one_line_error(path, capsys)
+    assert "unexpected type or size (export schema 4.0.0, newer than any it knows)" in line
+
+
+def test_the_schema_warning_reads_the_version_it_names(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # A _MAJOR row disagreeing with the version (4294967296 beside 3.24.14: a damaged row) warned "export schema
+    # 3.24.14 is newer than any this tracelens knows (major 3)".
+    path = _damaged(
+        tmp_path,
+        "UPDATE META_DATA_EXPORT SET value = '4294967296' WHERE name = 'EXPORT_SCHEMA_VERSION_MAJOR'",
+    )
+    doc, _ = _analyze(path, capsys)
+    assert not [w for w in doc["source"]["warnings"] if "newer than any" in w]

@@ -66,7 +66,9 @@ def check_is_nsys(db: Database, meta: dict[str, str], path: Path) -> None:
 
 def schema_version_warning(meta: dict[str, str]) -> str | None:
     """A warning when the export's schema is newer than any this reader knows (None otherwise)."""
-    major = meta.get("EXPORT_SCHEMA_VERSION_MAJOR") or meta.get("EXPORT_SCHEMA_VERSION", "").split(".")[0]
+    # the full version's major first: the one the warning names (a damaged _MAJOR row disagreeing with it
+    # made "export schema 3.24.14 is newer than any ... (major 3)")
+    major = meta.get("EXPORT_SCHEMA_VERSION", "").split(".")[0] or meta.get("EXPORT_SCHEMA_VERSION_MAJOR", "")
     try:
         major_number = int(major)
     except ValueError:

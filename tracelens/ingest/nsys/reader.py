@@ -86,6 +86,7 @@ class NsysReader:
         self._short_names: dict[str, str] = {}
         self._nvtx_domains: dict[int, str] = {}
         self._nvtx_names: pa.Array | None = None
+        self._newer_schema = ""  # the export's schema version where it is newer than any known
 
     def read(self) -> Trace:
         db = Database(self.path)
@@ -93,9 +94,15 @@ class NsysReader:
             return self._read(db)
         except (pa.ArrowException, OverflowError) as err:
             # SQLite types each cell, not each column: a damaged or hand-edited export can hold text or
-            # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses.
+            # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses; or a newer
+            # schema changed a column's type, which the one line then names.
+            schema = (
+                f" (export schema {self._newer_schema}, newer than any it knows)"
+                if self._newer_schema
+                else ""
+            )
             raise InputError(
-                f"a table holds values of an unexpected type or size ({err})", path=self.path
+                f"a table holds values of an unexpected type or size{schema} ({err})", path=self.path
             ) from None
         finally:
             db.close()
@@ -119,12 +126,13 @@ class NsysReader:
         newer = schema_version_warning(meta)
         if newer:
             self.warnings.append(newer)
+            self._newer_schema = meta.get("EXPORT_SCHEMA_VERSION", "") or meta.get(
+                "EXPORT_SCHEMA_VERSION_MAJOR", ""
+            )
         strings = Strings.load(db)
 
         queries = self._queries(db)
-        self._check_gpu_side_readable(db, queries, meta.get("EXPORT_SCHEMA_VERSION", "") if newer else "")
-        if newer:  # after the check: a file refused gets its one line, not this warning before it
-            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
+        self._check_gpu_side_readable(db, queries, self._newer_schema)
         parts, row_counts = fetch_parts(db, queries, self._builders(db, strings))
 
         if not any(p.n for p in parts):  # as the other readers: a trace with no timed event is bad input
@@ -200,6 +208,8 @@ class NsysReader:
             warnings=self.warnings,
             extra=extra(db, meta, row_counts, events, threads, self._nvtx_domains, self._short_names),
         )
+        if newer:  # once the file is read: a file refused gets its one line (naming the schema), not two
+            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
         return Trace(events=events, devices=devices(db, events), metadata=metadata)
 
     def _check_gpu_side_readable(
