@@ -12,8 +12,11 @@ Built in tmp_path from the hand-built fixture; expectations from SQL over the sa
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +162,27 @@ def test_the_schema_warning_reads_the_version_it_names(tmp_path: Path, capsys: p
     )
     doc, _ = _analyze(path, capsys)
     assert not [w for w in doc["source"]["warnings"] if "newer than any" in w]
+
+
+def test_a_refused_export_is_one_line_whatever_it_would_have_warned(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # A missing string id (a warning) and a kernel ending past 2^62 ns (refused after the rows are read): the warning
+    # went to stderr before the refusal, two lines (found by an SQL fuzz); warnings are said once the file is read.
+    path = _damaged(
+        tmp_path,
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 4294967296 WHERE rowid = 1",
+        'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = 9223372036854775807 WHERE rowid = 1',
+    )
+    # the program as run (its warnings printed by the CLI, not captured by pytest)
+    env = {**os.environ, "PYTHONPATH": str(FIXTURE.parents[2])}
+    done = subprocess.run(
+        [sys.executable, "-m", "tracelens", "analyze", str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert str(path) in lines[0] and "2^62" in lines[0]

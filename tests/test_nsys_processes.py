@@ -246,3 +246,16 @@ def test_gpu_tables_without_a_process_keep_the_ids_as_exported(tmp_path: Path) -
     )[0][0]
     assert expected == 12
     assert int(np.asarray(launch_pairs(load(path))["matched"]).sum()) == expected
+
+
+def test_a_cuda_device_row_with_an_id_past_int32_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # Lookup-table rows of another type or size are left out and the trace read (docs/formats/nsys.md); a gpuId
+    # of 2^32 refused the whole file once the device table was keyed by gpuId.
+    path = _two_processes(tmp_path, device=0)
+    _cuda_devices(path, [(2**32, 0, 4242, 108), (1, 0, PID2, 108)], [(0, "GPU A", 108), (1, "GPU B", 108)])
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    # process 4242's device 0 maps to no usable GPU id: it keeps its CUDA id; PID2's device 0 is GPU 1
+    assert {d["id"]: d["kernel_count"] for d in doc["devices"]} == {0: 3, 1: 3}

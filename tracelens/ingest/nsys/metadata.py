@@ -25,6 +25,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def device_id(value: Any) -> int | None:
+    """A device id cell as an int, None where it is no id the device column (int32) holds: a lookup-table row
+    of another type or size is left out (a damaged export), not a refused file."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
+
+
 def export_metadata(db: Database) -> dict[str, str]:
     """The export's EXPORT_META_DATA (or META_DATA_EXPORT) as name -> value."""
     meta: dict[str, str] = {}
@@ -113,11 +119,12 @@ def devices(db: Database, events: EventStore) -> pa.Table:
                     k: v if (isinstance(v, str) if k == "name" else _is_number(v)) else None
                     for k, v in zip(wanted, values, strict=True)
                 }
-                if g["id"] is None:
+                gpu = device_id(g["id"])
+                if gpu is None:
                     continue
                 warps, warp = g["maxWarpsPerSm"], g["threadsPerWarp"]
-                rows[int(g["id"])] = {
-                    "id": int(g["id"]),
+                rows[gpu] = {
+                    "id": gpu,
                     "name": g["name"],
                     "vendor": "nvidia",
                     "sm_count": g["smCount"],
@@ -146,8 +153,8 @@ def devices(db: Database, events: EventStore) -> pa.Table:
         for gpu_id, cuda_id, sms in db.small(
             f"SELECT DISTINCT {gpu_col}, cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
         ):
-            key = gpu_id if isinstance(gpu_id, int) else cuda_id
-            if not isinstance(key, int):
+            key = device_id(gpu_id) if gpu_id is not None else device_id(cuda_id)
+            if key is None:
                 continue
             sms = sms if _is_number(sms) else None
             row = rows.setdefault(int(key), {"id": int(key), "vendor": "nvidia"})

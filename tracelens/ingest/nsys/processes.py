@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from .columns import Part, int64_numpy
 from .database import Database
+from .metadata import device_id
 
 PROCESS_SHIFT = 1 << 32  # above every 32-bit CUPTI correlation id
 
@@ -72,10 +73,7 @@ def cuda_device_gpus(db: Database) -> dict[tuple[int, int], int]:
         return {}
     gpus: dict[tuple[int, int], set[int]] = {}
     for gpu, cuda, pid in db.small(f"SELECT DISTINCT gpuId, cudaId, pid FROM {table}"):
-        if all(
-            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < PROCESS_SHIFT
-            for v in (gpu, cuda, pid)
-        ):
+        if all(device_id(v) is not None for v in (gpu, cuda, pid)):  # ids the int32 columns hold
             gpus.setdefault((pid, cuda), set()).add(gpu)
     return {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
 

@@ -123,6 +123,7 @@ class NsysReader:
     def _read(self, db: Database) -> Trace:
         meta = export_metadata(db)
         check_is_nsys(db, meta, self.path)
+        said: list[str] = []  # warnings for stderr too (UserWarning), given once the read succeeded
         newer = schema_version_warning(meta)
         if newer:
             self.warnings.append(newer)
@@ -155,13 +156,13 @@ class NsysReader:
         missing = strings.missing_summary()
         if missing:  # one warning per file, however many tables and ids
             self.warnings.append(missing)
-            warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
+            said.append(missing)
 
         deviceless = drop_rows_without_device(parts)
         if deviceless:  # nsys writes every GPU row's device: a damaged or hand-edited export
             lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
             self.warnings.append(lost)
-            warnings.warn(f"{self.path}: {lost}", UserWarning, stacklevel=3)
+            said.append(lost)
         gpuless = processes_without_gpu_rows(parts)
         if gpuless:  # the figures below cover the other processes' GPUs only: say so
             named = ", ".join(f"{pid} ({n:,} calls)" for pid, n in list(gpuless.items())[:5])
@@ -208,8 +209,9 @@ class NsysReader:
             warnings=self.warnings,
             extra=extra(db, meta, row_counts, events, threads, self._nvtx_domains, self._short_names),
         )
-        if newer:  # once the file is read: a file refused gets its one line (naming the schema), not two
-            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
+        # Said on stderr once the file is read: a file refused later gets its one line, not warnings before it.
+        for text in ([newer] if newer else []) + said:
+            warnings.warn(f"{self.path}: {text}", UserWarning, stacklevel=3)
         return Trace(events=events, devices=devices(db, events), metadata=metadata)
 
     def _check_gpu_side_readable(
