@@ -33,8 +33,10 @@ def _correlated_pids(part: Part) -> np.ndarray:
     corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
     if corr is None or pid is None or not len(corr):
         return np.empty(0, np.int64)
-    kept = pid.filter(pc.and_(corr.is_valid(), pid.is_valid()))
-    return np.asarray(pc.unique(kept).cast(pa.int64()), np.int64)
+    kept = (
+        pid if not corr.null_count else pid.filter(corr.is_valid())
+    )  # (no filter where every row has an id)
+    return np.asarray(pc.unique(kept).drop_null().cast(pa.int64()), np.int64)
 
 
 def _ids_without_pid(part: Part) -> bool:
@@ -42,9 +44,9 @@ def _ids_without_pid(part: Part) -> bool:
     corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
     if corr is None or corr.null_count == len(corr):
         return False
-    if pid is None:
+    if pid is None or pid.null_count == len(pid):
         return True
-    return bool(pc.any(pc.and_(corr.is_valid(), pid.is_null())).as_py())
+    return bool(pid.null_count) and bool(pc.any(pc.and_(corr.is_valid(), pid.is_null())).as_py())
 
 
 def key_correlation_ids_by_process(parts: list[Part]) -> bool:
@@ -61,7 +63,10 @@ def key_correlation_ids_by_process(parts: list[Part]) -> bool:
             continue
         wide = corr.cast(pa.int64())
         keyed = pc.add(pc.multiply(pid.cast(pa.int64()), PROCESS_SHIFT), wide)
-        part.columns["correlation_id"] = pc.if_else(pid.is_null(), wide, keyed)  # (no id without a pid here)
+        # (no row has an id and no pid here: a null pid's row has a null id, kept null)
+        part.columns["correlation_id"] = (
+            keyed if not pid.null_count else pc.if_else(pid.is_null(), wide, keyed)
+        )
     return True
 
 
@@ -112,22 +117,24 @@ def processes_without_gpu_rows(parts: list[Part]) -> dict[int, int]:
     """{pid: its calls that enqueue GPU work} of the processes with such calls and no GPU row, where other
     processes do have GPU rows (an export without any GPU row gets its own warning)."""
     gpu_pids: set[int] = set()
-    calls: dict[int, int] = {}
     for part in parts:
         pid = part.columns.get("pid")
-        if pid is None or not len(pid):
+        if not part.host and pid is not None and len(pid):
+            gpu_pids.update(int(p) for p in pc.unique(pid).drop_null().to_pylist())
+    if not gpu_pids:
+        return {}
+    calls: dict[int, int] = {}
+    for part in parts:
+        pid, name = part.columns.get("pid"), part.columns.get("name")
+        if not part.host or pid is None or not len(pid) or part.columns.get("correlation_id") is None:
+            continue  # not the API calls (GPU rows; NVTX, OS runtime, overhead rows carry no correlation id)
+        if not isinstance(name, pa.DictionaryArray):
             continue
-        if not part.host:
-            gpu_pids.update(int(p) for p in pc.unique(pid.drop_null()).to_pylist())
-            continue
-        name = part.columns.get("name")
-        if part.columns.get("correlation_id") is None or not isinstance(name, pa.DictionaryArray):
-            continue  # not the API calls (NVTX, OS runtime, overhead)
+        if {int(p) for p in pc.unique(pid).drop_null().to_pylist()} <= gpu_pids:
+            continue  # every process of these calls has GPU rows (the usual case: no name is read)
         enqueuing = pc.match_substring_regex(name.dictionary.cast(pa.string()), _ENQUEUING_CALL)
         mask = pc.fill_null(pc.take(enqueuing, name.indices), False)
         pids, counts = np.unique(np.asarray(pid.filter(mask).drop_null(), np.int64), return_counts=True)
         for p, n in zip(pids.tolist(), counts.tolist(), strict=True):
             calls[p] = calls.get(p, 0) + n
-    if not gpu_pids:
-        return {}
     return {p: n for p, n in sorted(calls.items()) if p not in gpu_pids}
