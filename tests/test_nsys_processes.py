@@ -259,3 +259,36 @@ def test_a_cuda_device_row_with_an_id_past_int32_is_left_out(
     doc = json.loads(capsys.readouterr().out)
     # process 4242's device 0 maps to no usable GPU id: it keeps its CUDA id; PID2's device 0 is GPU 1
     assert {d["id"]: d["kernel_count"] for d in doc["devices"]} == {0: 3, 1: 3}
+
+
+def test_mig_instances_of_one_gpu_are_not_merged(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # MIG: each instance is a CUDA device of its own (CUPTI), on one physical GPU (one gpuId). A process using two
+    # instances (CUDA devices 0 and 1, uuids MIG-...) would have both mapped onto GPU 0, one busy union over two
+    # devices: where the table puts several CUDA devices of one process, or devices of distinct uuids, on one GPU,
+    # the devices stay as exported.
+    path = _two_processes(tmp_path, device=1)
+    conn = sqlite3.connect(path)
+    shift = (PID2 - 4242) << 24
+    for table, column in [(t, "globalPid") for t in (*GPU_TABLES, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")] + [
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid")
+    ]:
+        # one process: PID2's rows become process 4242's (on its CUDA device 1), with ids of their own
+        moved = f"({column} >> 24) & 16777215 = {PID2}"
+        conn.execute(f"UPDATE {table} SET correlationId = correlationId + 1000 WHERE {moved}")
+        conn.execute(f"UPDATE {table} SET {column} = {column} - {shift} WHERE {moved}")
+    conn.execute(
+        "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL, "
+        "uuid TEXT, numMultiprocessors INTEGER)"
+    )
+    conn.execute(
+        "INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242, 'MIG-aaaa', 14), (0, 1, 4242, 'MIG-bbbb', 14)"
+    )
+    conn.commit()
+    conn.close()
+    kernels = (
+        "SELECT DISTINCT (globalPid >> 24) & 16777215, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 2"
+    )
+    assert _sql(path, kernels) == [(4242, 0), (4242, 1)]
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {d["id"]: d["kernel_count"] for d in doc["devices"]} == {0: 3, 1: 3}

@@ -17,6 +17,8 @@ process is made unique across the export before the parts are assembled.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -76,11 +78,24 @@ def cuda_device_gpus(db: Database) -> dict[tuple[int, int], int]:
     table = "TARGET_INFO_CUDA_DEVICE"
     if table not in db.tables or not {"gpuId", "cudaId", "pid"} <= set(db.columns(table)):
         return {}
+    uuid = "uuid" if "uuid" in db.columns(table) else "NULL"
     gpus: dict[tuple[int, int], set[int]] = {}
-    for gpu, cuda, pid in db.small(f"SELECT DISTINCT gpuId, cudaId, pid FROM {table}"):
+    devices_of: dict[int, set[Any]] = {}  # per GPU, the CUDA devices (by uuid) that are it
+    for gpu, cuda, pid, name in db.small(f"SELECT DISTINCT gpuId, cudaId, pid, {uuid} FROM {table}"):
         if all(device_id(v) is not None for v in (gpu, cuda, pid)):  # ids the int32 columns hold
             gpus.setdefault((pid, cuda), set()).add(gpu)
-    return {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
+            devices_of.setdefault(gpu, set()).add(name if isinstance(name, str) and name else (pid, cuda))
+    mapped = {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
+    # Two CUDA devices of one process on one GPU, or two devices of distinct uuids on one GPU, are not the GPU
+    # whole (MIG instances are CUDA devices of their own): merged into one device, their work would be one busy
+    # union. The devices then stay as exported.
+    per_process: dict[tuple[int, int], int] = {}
+    for (pid, _), gpu in mapped.items():
+        per_process[(pid, gpu)] = per_process.get((pid, gpu), 0) + 1
+    named = [{d for d in found if isinstance(d, str)} for found in devices_of.values()]
+    if any(n > 1 for n in per_process.values()) or any(len(u) > 1 for u in named):
+        return {}
+    return mapped
 
 
 def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> bool:
