@@ -186,3 +186,19 @@ def test_a_refused_export_is_one_line_whatever_it_would_have_warned(
     lines = done.stderr.splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert str(path) in lines[0] and "2^62" in lines[0]
+
+
+def test_gpu_sync_rows_need_no_device(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # CUPTI's synchronization record has no device: nsys writes 0 (the 2026.2 window's second process syncs on
+    # "device 0" while its kernels run on device 1). A sync table without deviceId, or rows with a null one, keep
+    # their rows and no warning (the GPU tables' rule is for ops on a GPU's timeline).
+    path = _damaged(tmp_path, "ALTER TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION DROP COLUMN deviceId")
+    syncs = (
+        sqlite3.connect(path)
+        .execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION")
+        .fetchone()[0]
+    )
+    doc, _ = _analyze(path, capsys)
+    assert syncs == 1
+    assert sum(w["count"] for w in doc["sync"]["gpu_waits"]) == syncs
+    assert not [w for w in doc["source"]["warnings"] if "deviceId" in w or "no device" in w]

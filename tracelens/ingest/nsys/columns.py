@@ -167,7 +167,8 @@ def drop_rows_without_device(parts: list[Part]) -> int:
     dropped = 0
     for part in parts:
         device = part.columns.get("device")
-        if part.host or device is None or not device.null_count:
+        # GPU sync rows keep theirs: CUPTI's synchronization record has no device (nothing reads theirs)
+        if part.host or device is None or not device.null_count or "sync_kind" in part.columns:
             continue
         keep = device.is_valid()
         for name, values in part.columns.items():

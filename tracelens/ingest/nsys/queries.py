@@ -126,7 +126,9 @@ def table_queries(
             db, warnings, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"], gpu_required
         ),
         TABLE_MEMSET: _select(db, warnings, TABLE_MEMSET, gpu + ["bytes", "memKind"], gpu_required),
-        TABLE_SYNC: _select(db, warnings, TABLE_SYNC, gpu + ["syncType"], gpu_required),
+        # deviceId not required: CUPTI's synchronization record has no device (nsys writes 0: the window
+        # export's second process syncs on "device 0" while its kernels run on device 1)
+        TABLE_SYNC: _select(db, warnings, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
         TABLE_GRAPH_TRACE: _select(db, warnings, TABLE_GRAPH_TRACE, gpu + ["graphId"], gpu_required),
         TABLE_RUNTIME: _select(
             db,
