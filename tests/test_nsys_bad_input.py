@@ -212,6 +212,13 @@ def test_table_missing_required_column_is_skipped_with_warning(tmp_path: Path) -
             "unexpected type or size",
         ),
         (
+            # a grid dimension past the int32 column (CUDA's limit is 2^31 - 1): an internal error (exit 3) in the
+            # occupancy enrichment before, where the stored int64 column was cast to the schema's int32
+            "a launch dimension beyond int32",
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridY = 9007199254740993 WHERE rowid = 1",
+            "unexpected type or size",
+        ),
+        (
             "text where a string id belongs",
             "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 'x' WHERE rowid = 1",
             "unexpected type or size",

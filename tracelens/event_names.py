@@ -1,7 +1,8 @@
 """Rules on event names that every reader and the analyses share, each written once.
 
 **Step markers.** ``ProfilerStep#N`` (the PyTorch profiler's step ranges) and ``tracelens/step#N``
-(:func:`tracelens.nvtx.step`) mark step N, where N is a non-negative decimal integer. A name such as
+(:func:`tracelens.nvtx.step`) mark step N, where N is a non-negative decimal integer below 2^63 (steps are int64
+columns; a longer number in a range name is user text, not a step). A name such as
 ``ProfilerStep#-1`` or ``tracelens/step#x`` is not a step marker: the row keeps its own kind (an annotation or
 an op). Negative numbers are rejected in every reader because no profiler writes them: PyTorch numbers
 ``ProfilerStep#N`` from 0 (``profiler.step()`` counts up), TensorFlow's ``step_num`` and XLA's ``Steps`` lines
@@ -31,15 +32,21 @@ API_SUFFIX_REPLACEMENT = r"\1"
 _API_SUFFIX = re.compile(API_SUFFIX_PATTERN)
 
 
+_STEP_LIMIT = 2**63  # steps are int64 columns: a number past them (user text) marks no step
+
+
 def step_number(name: str) -> int | None:
-    """N of a step marker (``ProfilerStep#N``, ``tracelens/step#N``, N >= 0), None for any other name."""
+    """N of a step marker (``ProfilerStep#N``, ``tracelens/step#N``, 0 <= N < 2^63), None for any other name."""
     match = _STEP_MARKER.match(name)
-    return int(match.group(1)) if match else None
+    if not match:
+        return None
+    number = int(match.group(1))
+    return number if number < _STEP_LIMIT else None
 
 
 def is_step_marker(name: str) -> bool:
     """Whether ``name`` marks a step (see :func:`step_number`)."""
-    return _STEP_MARKER.match(name) is not None
+    return step_number(name) is not None
 
 
 _DRIVER_NAME = re.compile(r"^cu[A-Z]")

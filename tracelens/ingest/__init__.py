@@ -67,6 +67,40 @@ def _has_xplane_files(directory: Path) -> bool:
     return any(directory.rglob("*.xplane.pb")) or any(directory.rglob("*.trace.json.gz"))
 
 
+# A directory holding one of these (top level) is that trace: ``nsys profile -o report1 --export sqlite`` leaves
+# report1.nsys-rep beside report1.sqlite, a Kineto run one JSON file.
+_SINGLE_TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".parquet", ".nsys-rep", ".qdrep")
+
+
+def _directory_traces(directory: Path) -> list[Path]:
+    """The trace files at the top of ``directory``, a report left out where its SQLite export sits beside it."""
+    files = [
+        f
+        for f in sorted(directory.iterdir())
+        if f.is_file() and not f.name.startswith(".") and f.name.lower().endswith(_SINGLE_TRACE_SUFFIXES)
+    ]
+    reports = {f.stem for f in files if f.name.lower().endswith((".nsys-rep", ".qdrep"))}
+    # tracelens's own cached export of a report beside it (<stem>.tracelens.sqlite): the report stands for it
+    # (and uses it while it is fresh)
+    files = [
+        f
+        for f in files
+        if not (f.name.endswith(".tracelens.sqlite") and f.name[: -len(".tracelens.sqlite")] in reports)
+    ]
+    exported = {f.name[: -len(".sqlite")] for f in files if f.name.lower().endswith(".sqlite")}
+    return [f for f in files if not (f.name.lower().endswith((".nsys-rep", ".qdrep")) and f.stem in exported)]
+
+
+def single_trace(path: str | os.PathLike[str]) -> Path:
+    """``path``, or the one trace file of a directory holding exactly one (not a TF logdir)."""
+    p = Path(path)
+    if p.is_dir() and not _has_xplane_files(p):
+        traces = _directory_traces(p)
+        if len(traces) == 1:
+            return traces[0]
+    return p
+
+
 def detect_format(path: str | os.PathLike[str]) -> str:
     """Name the format of ``path`` (a key of :data:`READERS`) or raise :class:`InputError`."""
     p = Path(path)
@@ -75,13 +109,16 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if p.is_dir():
         if _has_xplane_files(p):
             return "xplane"
-        jsons = [f for f in p.iterdir() if f.name.endswith((".json", ".json.gz"))]
-        if len(jsons) == 1:
-            return detect_format(jsons[0])
+        traces = _directory_traces(p)
+        if len(traces) == 1:
+            return detect_format(traces[0])
         if any(p.rglob("*.pb")) or any(p.rglob("plugins/profile")):
             # derived files of old TF (overview_page.pb, ...) or an empty TensorBoard logdir: the xplane
             # reader explains what is missing.
             return "xplane"
+        if traces:
+            named = ", ".join(f.name for f in traces[:4]) + (", ..." if len(traces) > 4 else "")
+            raise InputError(f"directory holds {len(traces)} traces ({named}): name the one to read", path=p)
         raise InputError("directory holds no trace (.json[.gz], .sqlite, .nsys-rep or .xplane.pb)", path=p)
     if p.stat().st_size == 0:
         raise InputError("file is empty", path=p)
@@ -121,6 +158,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def load(path: str | os.PathLike[str], **options: Any) -> Trace:
     """Read any supported trace into a :class:`Trace`, with derived per-kernel columns filled in."""
+    path = single_trace(path)  # a directory of one trace: that file (the reader is given the file)
     fmt = detect_format(path)
     module = importlib.import_module(f"{__name__}.{READERS[fmt]}")
     from ..enrich import enrich

@@ -17,6 +17,8 @@ One job per module:
 - :mod:`.fetch`: the tables fetched in parallel, each mapped to rows as it arrives;
 - :mod:`.mappers` (CUPTI and host tables) and :mod:`.nvtx` (NVTX_EVENTS, chunked): rows as a
   :class:`.columns.Part`; :mod:`.nvtx_payload`: NCCL's message sizes from NVTX payloads;
+- :mod:`.processes`: correlation ids made unique per process in exports of several processes, and each
+  process's CUDA device mapped to its GPU;
 - :mod:`.assembly`: the parts -> one sorted event store, and the host rows' nesting depth;
 - :mod:`.threads`: the pid and tid columns as one small code a row per thread (for the assembly);
 - :mod:`.metadata`: export metadata and checks, devices, framework, ``metadata.extra``;

@@ -62,7 +62,10 @@ def assemble(parts: list[Part]) -> tuple[int, EventStore]:
         # (nsys writes every GPU end) is read as zero-length: stretched to the end, it made up busy time.
         open_ended = np.flatnonzero(end == missing)  # table rows, ascending
         if open_ended.size:
-            end[open_ended] = end.max()
+            last = int(end.max())
+            if last <= gpu_missing:  # no row has an end (only open ranges): the last start is the trace's end
+                last = int(start[-1]) + origin  # start: shifted, in time order
+            end[open_ended] = last
         end[end == gpu_missing] = origin  # at the origin: the start, after the shift and the clamp below
         end -= origin
         np.maximum(end, start, out=end)

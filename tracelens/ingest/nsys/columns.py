@@ -147,10 +147,33 @@ class Part:
             if isinstance(values, pa.ChunkedArray):
                 values = values.combine_chunks()
             if name not in _KEPT_WIDE and pa.types.is_signed_integer(typ):
+                schema_type = typ
                 # all null (a kernel table without graphs): one byte a row until the assembly
                 typ = (
                     pa.int8()
                     if len(values) and values.null_count == len(values)
                     else narrow_type(values if pa.types.is_signed_integer(values.type) else values.cast(typ))
                 )
+                if typ.bit_width > schema_type.bit_width:
+                    # a value past the column's type (a grid dimension beyond int32: a damaged export): the safe
+                    # cast raises here, in the reader (one InputError), not when an analysis widens the column
+                    typ = schema_type
             self.columns[name] = values.cast(typ) if values.type != typ else detach(values)
+
+
+def drop_rows_without_device(parts: list[Part]) -> int:
+    """Remove the GPU rows whose device is null from the GPU parts (in place); how many there were. A GPU op of
+    no device is on no GPU's timeline: kept, it counted as a kernel while every per-GPU figure left it out."""
+    dropped = 0
+    for part in parts:
+        device = part.columns.get("device")
+        # GPU sync rows keep theirs: CUPTI's synchronization record has no device (nothing reads theirs)
+        if part.host or device is None or not device.null_count or "sync_kind" in part.columns:
+            continue
+        keep = device.is_valid()
+        for name, values in part.columns.items():
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                part.columns[name] = values.filter(keep)
+        dropped += device.null_count
+        part.n -= device.null_count
+    return dropped

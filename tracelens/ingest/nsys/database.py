@@ -145,6 +145,15 @@ def _adbc_query(uri: str, sql: str) -> pa.Table:
 
 def _input_error(err: Exception, path: Path) -> InputError:
     text = str(err)
+    journal = Path(f"{path}-journal")
+    if "readonly" in text and journal.is_file() and journal.stat().st_size:
+        # a hot rollback journal: a write was interrupted, and SQLite must undo it before any read, which a
+        # read-only open may not do ("attempt to write a readonly database" named a write nobody asked for)
+        return InputError(
+            f"{journal.name} beside it holds an interrupted write (nsys export killed, or the file copied while "
+            "it was written): re-export the report, or let sqlite3 roll it back on a copy opened read-write",
+            path=path,
+        )
     if "locked" in text or "busy" in text:
         return InputError(
             f"database is locked by another process (waited {BUSY_TIMEOUT_S:g} s): {text}", path=path

@@ -25,6 +25,12 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def device_id(value: Any) -> int | None:
+    """A device id cell as an int, None where it is no id the device column (int32) holds: a lookup-table row
+    of another type or size is left out (a damaged export), not a refused file."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
+
+
 def export_metadata(db: Database) -> dict[str, str]:
     """The export's EXPORT_META_DATA (or META_DATA_EXPORT) as name -> value."""
     meta: dict[str, str] = {}
@@ -42,6 +48,19 @@ def export_metadata(db: Database) -> dict[str, str]:
 
 def check_is_nsys(db: Database, meta: dict[str, str], path: Path) -> None:
     """Raise InputError when the database has none of the tables or metadata an nsys export has."""
+    # nvprof's SQLite profiles (.nvvp) share table names with nsys (CUPTI_ACTIVITY_KIND_RUNTIME, _MEMCPY) but
+    # keep kernels in CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL and strings in StringTable: read as an export, the
+    # copies were the whole GPU side (100% busy, memcpy-bound) and the kernels unseen.
+    if (
+        not meta
+        and "StringIds" not in db.tables
+        and {"StringTable", "CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL"} & db.tables
+    ):
+        raise InputError(
+            "an nvprof profile (StringTable, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), not an Nsight Systems export:"
+            " record with nsys profile and export with nsys export --type sqlite",
+            path=path,
+        )
     known = {"StringIds", TABLE_KERNEL, TABLE_RUNTIME, TABLE_NVTX, TABLE_OSRT, "TARGET_INFO_GPU"}
     if not meta and not (known & db.tables):
         raise InputError(
@@ -53,7 +72,9 @@ def check_is_nsys(db: Database, meta: dict[str, str], path: Path) -> None:
 
 def schema_version_warning(meta: dict[str, str]) -> str | None:
     """A warning when the export's schema is newer than any this reader knows (None otherwise)."""
-    major = meta.get("EXPORT_SCHEMA_VERSION_MAJOR") or meta.get("EXPORT_SCHEMA_VERSION", "").split(".")[0]
+    # the full version's major first: the one the warning names (a damaged _MAJOR row disagreeing with it
+    # made "export schema 3.24.14 is newer than any ... (major 3)")
+    major = meta.get("EXPORT_SCHEMA_VERSION", "").split(".")[0] or meta.get("EXPORT_SCHEMA_VERSION_MAJOR", "")
     try:
         major_number = int(major)
     except ValueError:
@@ -98,11 +119,12 @@ def devices(db: Database, events: EventStore) -> pa.Table:
                     k: v if (isinstance(v, str) if k == "name" else _is_number(v)) else None
                     for k, v in zip(wanted, values, strict=True)
                 }
-                if g["id"] is None:
+                gpu = device_id(g["id"])
+                if gpu is None:
                     continue
                 warps, warp = g["maxWarpsPerSm"], g["threadsPerWarp"]
-                rows[int(g["id"])] = {
-                    "id": int(g["id"]),
+                rows[gpu] = {
+                    "id": gpu,
                     "name": g["name"],
                     "vendor": "nvidia",
                     "sm_count": g["smCount"],
@@ -126,13 +148,16 @@ def devices(db: Database, events: EventStore) -> pa.Table:
     if "TARGET_INFO_CUDA_DEVICE" in db.tables and {"cudaId", "numMultiprocessors"} <= set(
         db.columns("TARGET_INFO_CUDA_DEVICE")
     ):
-        for cuda_id, sms in db.small(
-            "SELECT DISTINCT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
+        # keyed by the GPU (gpuId) where the table names it: the events' device is that GPU (.processes)
+        gpu_col = "gpuId" if "gpuId" in db.columns("TARGET_INFO_CUDA_DEVICE") else "NULL"
+        for gpu_id, cuda_id, sms in db.small(
+            f"SELECT DISTINCT {gpu_col}, cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
         ):
-            if not isinstance(cuda_id, int):
+            key = device_id(gpu_id) if gpu_id is not None else device_id(cuda_id)
+            if key is None:
                 continue
             sms = sms if _is_number(sms) else None
-            row = rows.setdefault(int(cuda_id), {"id": int(cuda_id), "vendor": "nvidia"})
+            row = rows.setdefault(int(key), {"id": int(key), "vendor": "nvidia"})
             if row.get("sm_count") is None:
                 row["sm_count"] = sms
     for dev in events.unique("device"):

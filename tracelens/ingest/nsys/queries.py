@@ -97,6 +97,9 @@ def table_queries(
     """The SELECT each event table is read with, ``{table: (sql, column names)}`` (tables the export lacks
     are left out; one lacking a required column is left out with a warning)."""
     gpu = ["start", "end", "deviceId", "streamId", "correlationId", "globalPid"]
+    # A GPU row without its device is an op of no GPU: every GPU analysis would leave it out and the trace read as
+    # healthy. nsys writes deviceId in every GPU table; without it the table is skipped, with a warning.
+    gpu_required = ["start", "end", "deviceId"]
     specs = {
         TABLE_KERNEL: _select(
             db,
@@ -117,14 +120,16 @@ def table_queries(
                 "dynamicSharedMemory",
                 "graphId",
             ],
-            ["start", "end"],
+            gpu_required,
         ),
         TABLE_MEMCPY: _select(
-            db, warnings, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"], ["start", "end"]
+            db, warnings, TABLE_MEMCPY, gpu + ["bytes", "copyKind", "srcKind", "dstKind"], gpu_required
         ),
-        TABLE_MEMSET: _select(db, warnings, TABLE_MEMSET, gpu + ["bytes", "memKind"], ["start", "end"]),
+        TABLE_MEMSET: _select(db, warnings, TABLE_MEMSET, gpu + ["bytes", "memKind"], gpu_required),
+        # deviceId not required: CUPTI's synchronization record has no device (nsys writes 0: the window
+        # export's second process syncs on "device 0" while its kernels run on device 1)
         TABLE_SYNC: _select(db, warnings, TABLE_SYNC, gpu + ["syncType"], ["start", "end"]),
-        TABLE_GRAPH_TRACE: _select(db, warnings, TABLE_GRAPH_TRACE, gpu + ["graphId"], ["start", "end"]),
+        TABLE_GRAPH_TRACE: _select(db, warnings, TABLE_GRAPH_TRACE, gpu + ["graphId"], gpu_required),
         TABLE_RUNTIME: _select(
             db,
             warnings,

@@ -12,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
-from .columns import Part
+from .columns import Part, drop_rows_without_device
 from .database import Database
 from .fetch import Builder, fetch_parts
 from .mappers import (
@@ -38,6 +39,12 @@ from .metadata import (
     thread_names,
 )
 from .nvtx import nvtx_rows
+from .processes import (
+    cuda_device_gpus,
+    key_correlation_ids_by_process,
+    map_devices_to_gpus,
+    processes_without_gpu_rows,
+)
 from .queries import (
     GPU_TABLES,
     TABLE_CUPTI_OVERHEAD,
@@ -79,6 +86,7 @@ class NsysReader:
         self._short_names: dict[str, str] = {}
         self._nvtx_domains: dict[int, str] = {}
         self._nvtx_names: pa.Array | None = None
+        self._newer_schema = ""  # the export's schema version where it is newer than any known
 
     def read(self) -> Trace:
         db = Database(self.path)
@@ -86,9 +94,15 @@ class NsysReader:
             return self._read(db)
         except (pa.ArrowException, OverflowError) as err:
             # SQLite types each cell, not each column: a damaged or hand-edited export can hold text or
-            # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses.
+            # out-of-range numbers where nsys writes integers, which the Arrow conversion refuses; or a newer
+            # schema changed a column's type, which the one line then names.
+            schema = (
+                f" (export schema {self._newer_schema}, newer than any it knows)"
+                if self._newer_schema
+                else ""
+            )
             raise InputError(
-                f"a table holds values of an unexpected type or size ({err})", path=self.path
+                f"a table holds values of an unexpected type or size{schema} ({err})", path=self.path
             ) from None
         finally:
             db.close()
@@ -109,15 +123,25 @@ class NsysReader:
     def _read(self, db: Database) -> Trace:
         meta = export_metadata(db)
         check_is_nsys(db, meta, self.path)
+        said: list[str] = []  # warnings for stderr too (UserWarning), given once the read succeeded
         newer = schema_version_warning(meta)
         if newer:
             self.warnings.append(newer)
-            warnings.warn(f"{self.path}: {newer}", UserWarning, stacklevel=3)
+            self._newer_schema = meta.get("EXPORT_SCHEMA_VERSION", "") or meta.get(
+                "EXPORT_SCHEMA_VERSION_MAJOR", ""
+            )
         strings = Strings.load(db)
 
         queries = self._queries(db)
+        self._check_gpu_side_readable(db, queries, self._newer_schema)
         parts, row_counts = fetch_parts(db, queries, self._builders(db, strings))
 
+        if not any(p.n for p in parts):  # as the other readers: a trace with no timed event is bad input
+            raise InputError(
+                "the export holds no event tracelens reads (no CUDA activity or API, NVTX, OS runtime or "
+                "profiler-overhead rows): record with nsys profile -t cuda,nvtx",
+                path=self.path,
+            )
         if not any(row_counts.get(t) for t in GPU_TABLES):
             self.warnings.append(
                 "no GPU activity: the export has no CUDA kernel, memcpy or memset rows "
@@ -132,11 +156,36 @@ class NsysReader:
         missing = strings.missing_summary()
         if missing:  # one warning per file, however many tables and ids
             self.warnings.append(missing)
-            warnings.warn(f"{self.path}: {missing}", UserWarning, stacklevel=3)
+            said.append(missing)
 
+        deviceless = drop_rows_without_device(parts)
+        if deviceless:  # nsys writes every GPU row's device: a damaged or hand-edited export
+            lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
+            self.warnings.append(lost)
+            said.append(lost)
+        gpuless = processes_without_gpu_rows(parts)
+        if gpuless:  # the figures below cover the other processes' GPUs only: say so
+            named = ", ".join(f"{pid} ({n:,} calls)" for pid, n in list(gpuless.items())[:5])
+            more = f" and {len(gpuless) - 5} more" if len(gpuless) > 5 else ""
+            self.warnings.append(
+                f"process(es) {named}{more} made GPU launch, copy or memset calls and have no GPU row in the "
+                "export: their GPU side was not recorded; the GPU figures cover the other processes only"
+            )
         endless = sum(p.columns["end_ns"].null_count for p in parts if not p.host)
         if endless:  # nsys writes every GPU row's end: a damaged or hand-edited export
             self.warnings.append(f"{endless:,} GPU row(s) have no end: read as zero-length")
+        backwards = sum(
+            pc.sum(pc.less(p.columns["end_ns"], p.columns["start_ns"])).as_py() or 0
+            for p in parts
+            if not p.host
+        )
+        if backwards:  # the assembly clamps an end to its start: said, not silent (kernel time, busy time)
+            self.warnings.append(f"{backwards:,} GPU row(s) end before they start: read as zero-length")
+        # CUPTI numbers each process's calls from 1: ids made unique per process before anything joins on them
+        key_correlation_ids_by_process(parts)
+        # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
+        gpus = cuda_device_gpus(db)
+        map_devices_to_gpus(parts, gpus)
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column
@@ -160,7 +209,30 @@ class NsysReader:
             warnings=self.warnings,
             extra=extra(db, meta, row_counts, events, threads, self._nvtx_domains, self._short_names),
         )
+        # Said on stderr once the file is read: a file refused later gets its one line, not warnings before it.
+        for text in ([newer] if newer else []) + said:
+            warnings.warn(f"{self.path}: {text}", UserWarning, stacklevel=3)
         return Trace(events=events, devices=devices(db, events), metadata=metadata)
+
+    def _check_gpu_side_readable(
+        self, db: Database, queries: dict[str, tuple[str, list[str]]], newer_schema: str
+    ) -> None:
+        """Raise InputError where GPU tables hold rows but none can be read (each lacks a column the reader
+        needs: a newer schema, a damaged export). Skipped, they left "no GPU activity", and the diagnosis told
+        the user to record a GPU side that is there."""
+
+        def has_rows(table: str) -> bool:
+            return table in db.tables and bool(db.small(f'SELECT 1 FROM "{table}" LIMIT 1'))
+
+        skipped = [t for t in GPU_TABLES if t not in queries and has_rows(t)]
+        if not skipped or any(has_rows(t) for t in GPU_TABLES if t in queries):
+            return  # nothing skipped, or GPU rows to read beside the skipped tables (each named in a warning)
+        reasons = [w.removesuffix("; table skipped") for w in self.warnings if w.startswith(tuple(skipped))]
+        schema = f" (export schema {newer_schema}, newer than any it knows)" if newer_schema else ""
+        raise InputError(
+            f"the GPU tables hold rows this tracelens cannot read{schema}: {'; '.join(reasons)}",
+            path=self.path,
+        )
 
     def _builders(self, db: Database, strings: Strings) -> dict[str, Builder]:
         """Per table, the function that turns its fetched rows into a part (keeping what else they say)."""

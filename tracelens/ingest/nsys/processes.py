@@ -1,0 +1,155 @@
+"""Exports of several processes (MPI ranks, DDP workers under one ``nsys profile``): what CUPTI numbers per
+process is made unique across the export before the parts are assembled.
+
+- Correlation ids: CUPTI counts each process's API calls from 1, so ranks repeat each other's ids; joined on the
+  id alone, a rank's kernels took another rank's launch calls (wrong latencies, ops "enqueued" by one call as if
+  graph launches, NVTX ranges credited with another rank's GPU time). Where rows of more than one process carry
+  correlation ids, ``correlation_id = pid * 2^32 + correlationId`` (CUPTI's id is 32-bit: no two keys meet).
+- Devices: a GPU row's ``deviceId`` is the CUDA device ordinal inside its process; with ``CUDA_VISIBLE_DEVICES``
+  set per rank every rank runs on its "device 0", and a rank limited to GPU 3 calls it 0 too. Read as exported,
+  the ranks' GPUs were one device (one busy union over several GPUs). ``TARGET_INFO_CUDA_DEVICE (gpuId, cudaId,
+  pid)`` says which GPU (``TARGET_INFO_GPU.id``) each process's CUDA device is: ``device`` is that ``gpuId``
+  where the table names one, else ``deviceId`` as exported.
+- A process whose GPU side is missing: its launch calls are in the export and not one GPU row of it (a rank's
+  CUPTI buffers lost, a process not traced with CUDA activity). The figures then cover the other processes'
+  GPUs only, silently: a warning names the process (:func:`processes_without_gpu_rows`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .columns import Part, int64_numpy
+from .database import Database
+from .metadata import device_id
+
+PROCESS_SHIFT = 1 << 32  # above every 32-bit CUPTI correlation id
+
+
+def _correlated_pids(part: Part) -> np.ndarray:
+    """The distinct pids of the part's rows that carry a correlation id (null pids left out)."""
+    corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
+    if corr is None or pid is None or not len(corr):
+        return np.empty(0, np.int64)
+    kept = (
+        pid if not corr.null_count else pid.filter(corr.is_valid())
+    )  # (no filter where every row has an id)
+    return np.asarray(pc.unique(kept).drop_null().cast(pa.int64()), np.int64)
+
+
+def _ids_without_pid(part: Part) -> bool:
+    """Whether some row of the part carries a correlation id and no pid."""
+    corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
+    if corr is None or corr.null_count == len(corr):
+        return False
+    if pid is None or pid.null_count == len(pid):
+        return True
+    return bool(pid.null_count) and bool(pc.any(pc.and_(corr.is_valid(), pid.is_null())).as_py())
+
+
+def key_correlation_ids_by_process(parts: list[Part]) -> bool:
+    """Make correlation ids unique per process where rows of several processes carry them (in place); whether
+    they were. One process: the ids stay as exported."""
+    pids = np.unique(np.concatenate([_correlated_pids(p) for p in parts] or [np.empty(0, np.int64)]))
+    if pids.size < 2 or any(_ids_without_pid(p) for p in parts):
+        # one process; or rows with an id and no pid (a GPU table without globalPid): keyed, the calls would
+        # join none of them, so the ids stay as exported
+        return False
+    for part in parts:
+        corr, pid = part.columns.get("correlation_id"), part.columns.get("pid")
+        if corr is None or pid is None:
+            continue
+        wide = corr.cast(pa.int64())
+        keyed = pc.add(pc.multiply(pid.cast(pa.int64()), PROCESS_SHIFT), wide)
+        # (no row has an id and no pid here: a null pid's row has a null id, kept null)
+        part.columns["correlation_id"] = (
+            keyed if not pid.null_count else pc.if_else(pid.is_null(), wide, keyed)
+        )
+    return True
+
+
+def cuda_device_gpus(db: Database) -> dict[tuple[int, int], int]:
+    """(pid, CUDA device ordinal) -> the GPU's ``TARGET_INFO_GPU.id``, from ``TARGET_INFO_CUDA_DEVICE``; empty
+    without the table or its columns. A pair the table maps to two GPUs (a damaged export) is left out."""
+    table = "TARGET_INFO_CUDA_DEVICE"
+    if table not in db.tables or not {"gpuId", "cudaId", "pid"} <= set(db.columns(table)):
+        return {}
+    uuid = "uuid" if "uuid" in db.columns(table) else "NULL"
+    gpus: dict[tuple[int, int], set[int]] = {}
+    devices_of: dict[int, set[Any]] = {}  # per GPU, the CUDA devices (by uuid) that are it
+    for gpu, cuda, pid, name in db.small(f"SELECT DISTINCT gpuId, cudaId, pid, {uuid} FROM {table}"):
+        if all(device_id(v) is not None for v in (gpu, cuda, pid)):  # ids the int32 columns hold
+            gpus.setdefault((pid, cuda), set()).add(gpu)
+            devices_of.setdefault(gpu, set()).add(name if isinstance(name, str) and name else (pid, cuda))
+    mapped = {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
+    # Two CUDA devices of one process on one GPU, or two devices of distinct uuids on one GPU, are not the GPU
+    # whole (MIG instances are CUDA devices of their own): merged into one device, their work would be one busy
+    # union. The devices then stay as exported.
+    per_process: dict[tuple[int, int], int] = {}
+    for (pid, _), gpu in mapped.items():
+        per_process[(pid, gpu)] = per_process.get((pid, gpu), 0) + 1
+    named = [{d for d in found if isinstance(d, str)} for found in devices_of.values()]
+    if any(n > 1 for n in per_process.values()) or any(len(u) > 1 for u in named):
+        return {}
+    return mapped
+
+
+def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> bool:
+    """Set each GPU row's ``device`` to the GPU its process's CUDA device is (:func:`cuda_device_gpus`), in
+    place; whether any row's device changed. Rows of a pair the mapping lacks keep their ``deviceId``."""
+    if not gpus or all(gpu == cuda for (_, cuda), gpu in gpus.items()):
+        return False
+    pairs = sorted(gpus)
+    keys = np.array([pid * PROCESS_SHIFT + cuda for pid, cuda in pairs], np.int64)
+    values = np.array([gpus[k] for k in pairs], np.int64)
+    changed = False
+    for part in parts:
+        device, pid = part.columns.get("device"), part.columns.get("pid")
+        if part.host or device is None or pid is None or not len(device):
+            continue
+        dev, proc = int64_numpy(device, fill=-1), int64_numpy(pid, fill=-1)
+        key = proc * PROCESS_SHIFT + dev
+        at = np.minimum(np.searchsorted(keys, key), keys.size - 1)
+        hit = (keys[at] == key) & (dev >= 0) & (proc >= 0)
+        if not hit.any():
+            continue
+        mapped = np.where(hit, values[at], dev)
+        changed |= bool((mapped != dev).any())
+        nulls = np.asarray(device.is_null())
+        part.columns["device"] = pa.array(mapped, pa.int64(), mask=nulls if nulls.any() else None)
+    return changed
+
+
+# API calls that enqueue GPU work, by name: kernel and graph launches, copies and memsets (runtime and driver).
+_ENQUEUING_CALL = r"^(cuda|cu|hip)\w*(Launch|Memcpy|Memset)"
+
+
+def processes_without_gpu_rows(parts: list[Part]) -> dict[int, int]:
+    """{pid: its calls that enqueue GPU work} of the processes with such calls and no GPU row, where other
+    processes do have GPU rows (an export without any GPU row gets its own warning)."""
+    gpu_pids: set[int] = set()
+    for part in parts:
+        pid = part.columns.get("pid")
+        if not part.host and pid is not None and len(pid):
+            gpu_pids.update(int(p) for p in pc.unique(pid).drop_null().to_pylist())
+    if not gpu_pids:
+        return {}
+    calls: dict[int, int] = {}
+    for part in parts:
+        pid, name = part.columns.get("pid"), part.columns.get("name")
+        if not part.host or pid is None or not len(pid) or part.columns.get("correlation_id") is None:
+            continue  # not the API calls (GPU rows; NVTX, OS runtime, overhead rows carry no correlation id)
+        if not isinstance(name, pa.DictionaryArray):
+            continue
+        if {int(p) for p in pc.unique(pid).drop_null().to_pylist()} <= gpu_pids:
+            continue  # every process of these calls has GPU rows (the usual case: no name is read)
+        enqueuing = pc.match_substring_regex(name.dictionary.cast(pa.string()), _ENQUEUING_CALL)
+        mask = pc.fill_null(pc.take(enqueuing, name.indices), False)
+        pids, counts = np.unique(np.asarray(pid.filter(mask).drop_null(), np.int64), return_counts=True)
+        for p, n in zip(pids.tolist(), counts.tolist(), strict=True):
+            calls[p] = calls.get(p, 0) + n
+    return {p: n for p, n in sorted(calls.items()) if p not in gpu_pids}
