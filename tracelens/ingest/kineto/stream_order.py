@@ -1,0 +1,76 @@
+"""GPU ops whose recorded end lies past the end of a later op on their own stream: cut at that op's start.
+
+A CUDA/HIP stream runs its ops one after the other, so an op cannot still be running when a later op of its
+stream has started and finished. Kineto traces nevertheless carry such ends now and then: a CUPTI record whose
+end timestamp was lost (written as 0, which Kineto's writer turned into a huge or negative duration until
+pytorch/kineto#646 guarded it) or a clock glitch; a real SGLang trace of 55,423 kernels had 7 ops seconds long
+that held 62% of the summed GPU time (AMD-AGI/Hyperloom#1116). Left in, one such op covers the rest of the
+window: a 3.4 s kernel in a 4 ms inference trace made its GPU "busy 100%" and the diagnosis `none`.
+
+Rule (docs/formats/kineto.md, "Time"): per (device, stream), GPU ops (kernel, memcpy, memset) in order of their
+start; where an op's end is later than the end of the next op on its stream, its end becomes the next op's start
+(the latest it can have ended), and the trace gets a warning saying how many were cut and how much recorded time
+went. Ops that only overlap the next one (programmatic dependent launch lets a kernel start before its
+predecessor ends) are left as they are. None of the real traces has an op outlasting a later op of its stream,
+or any overlap on one stream at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...trace import KERNEL, MEMCPY, MEMSET, Trace
+from ...units import fmt_ns
+
+GPU_OP_KINDS = (KERNEL, MEMCPY, MEMSET)
+
+
+def cut_impossible_ends(trace: Trace) -> Trace:
+    """``trace`` with the ends of the GPU ops that outlast a later op of their stream cut (module docstring), and
+    a warning in its metadata; ``trace`` itself where there is none (the usual case, found by one pass)."""
+    store = trace.store
+    if not store.has("end_ns") or not store.has("kind"):
+        return trace
+    kind = store.column("kind")
+    if not isinstance(kind, pa.DictionaryArray):
+        kind = kind.dictionary_encode()
+    names = kind.dictionary.to_pylist()
+    wanted = [i for i, n in enumerate(names) if n in GPU_OP_KINDS]
+    if not wanted:
+        return trace
+    codes = kind.indices.to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(np.isin(codes, wanted))
+    if rows.size < 2:
+        return trace
+    start = store.numpy("start_ns")
+    end = store.numpy("end_ns")
+    op_start, op_end = start[rows], end[rows]
+    # First, one pass in the table's row order (by start) for any op, of any stream, that ends after one starting
+    # after it ends: none in most traces, and then no sort. (Equal starts are never cut below, whatever their order.)
+    if not bool((np.maximum.accumulate(op_end)[:-1] > op_end[1:]).any()):
+        return trace
+    device = store.numpy("device")[rows]
+    stream = store.numpy("stream")[rows]
+    order = np.lexsort((op_end, op_start, stream, device))
+    s, e = op_start[order], op_end[order]
+    same = (device[order][1:] == device[order][:-1]) & (stream[order][1:] == stream[order][:-1])
+    cut = np.flatnonzero(same & (e[:-1] > e[1:]))
+    if cut.size == 0:
+        return trace
+    new_end = end.copy()
+    at = rows[order[cut]]
+    new_end[at] = s[cut + 1]
+    dropped = int((e[cut] - s[cut + 1]).sum())
+    longest = int(cut[np.argmax(e[cut] - s[cut])])
+    name = store.take("name", rows[order[longest : longest + 1]]).to_pylist()[0]
+    events = store.with_columns({"end_ns": pa.array(new_end, pa.int64())})
+    events.kernel_rows = store.kernel_rows  # (the rows are the same)
+    ops = f"{cut.size} GPU ops" if cut.size != 1 else "1 GPU op"
+    warning = (
+        f"{ops} ended after a later op of the same stream had ended (a stream runs its ops in order: a lost or "
+        f"corrupt end timestamp); each end was cut to the next op's start, dropping {fmt_ns(dropped)} of recorded "
+        f"time (the longest: “{name}”, recorded as {fmt_ns(int(e[longest] - s[longest]))})"
+    )
+    trace.metadata.warnings.append(warning)
+    return Trace(events, trace.devices, trace.metadata)
