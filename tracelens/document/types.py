@@ -208,6 +208,7 @@ class AttributionDevice(TypedDict):
     sync_copy_ns: int
     after_sync: IdleGaps
     late_launch: IdleGaps
+    queued: IdleGaps
     largest: list[AttributedGap]
 
 
