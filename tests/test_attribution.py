@@ -151,6 +151,32 @@ def test_fallback_to_process_threads_without_correlation():
     }
 
 
+def test_without_correlation_the_threads_that_made_launch_calls_feed_the_gpu():
+    # No correlation ids anywhere. Thread (7, 1) makes the cudaLaunchKernel calls [90, 95) and [290, 300); thread
+    # (7, 2), a monitor, sits in one Python frame [0, 400) and launches nothing. Gap [100, 300): before, every
+    # thread of pid 7 fed the GPU and the monitor's frame made all 200 `cpu` (host_launch_overhead); now only the
+    # launching thread: launch [290, 300) = 10, nothing 190.
+    rows = [
+        host("runtime", "cudaLaunchKernel", 90, 95, pid=7, tid=1),
+        kernel(0, 100, pid=7),
+        host("python", "threading.py(655): wait", 0, 400, pid=7, tid=2),
+        host("runtime", "cudaLaunchKernel", 290, 300, pid=7, tid=1),
+        kernel(300, 400, pid=7),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["feeding_threads_from"] == "launch_calls"
+    assert dev["feeding_threads"] == [[7, 1]]
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 0,
+        "launch": 10,
+        "cpu": 0,
+        "nothing": 190,
+        "queued": 0,
+    }
+
+
 def test_fallback_to_all_threads():
     rows = [kernel(0, 100), host("python", "train.py(3): step", 120, 180, pid=5, tid=5), kernel(200, 300)]
     dev = by_cause(Trace.from_rows(rows))

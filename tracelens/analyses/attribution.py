@@ -2,8 +2,9 @@
 
 Definitions (docs/analyses.md, "attribution"):
     feeding threads = host threads whose runtime/driver calls launched work onto the device (joined by
-                      correlation_id); when none are known, every host thread of the processes owning the
-                      device's GPU rows; when those are unknown too, every host thread
+                      correlation_id); when none are known, the threads that made kernel/graph launch calls (of
+                      the processes owning the device's GPU rows, where known); else every host thread of those
+                      processes; when those are unknown too, every host thread
     host categories = names.host_category: sync > input > launch > cpu (priority order)
     split of a gap  = for each category c in priority order, the part of the gap covered by the union of the
                       feeding threads' rows of category c and not by any earlier category; `nothing` = the
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import intervals, values
-from ..trace import GPU_ACTIVITY_KINDS, Trace
+from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, Trace
 from .coded import CodedInts
 from .columns import (
     DeviceBusy,
@@ -42,7 +43,16 @@ from .host_split import split_gaps
 from .kept_runs import kept_thread_runs
 from .late_launch import late_flags
 from .launch import launch_pairs
-from .names import CAUSES, HOST_CATEGORY_PRIORITY, QUEUED, STARTUP, SYNC, code_mask, is_sync_copy
+from .names import (
+    CAUSES,
+    HOST_CATEGORY_PRIORITY,
+    QUEUED,
+    STARTUP,
+    SYNC,
+    code_mask,
+    is_kernel_launch,
+    is_sync_copy,
+)
 from .startup import host_categories, one_time_work
 from .thread_codes import THREAD_RUNS_SHARE, launched_threads, thread_run_heads
 from .topk import largest_first
@@ -311,7 +321,8 @@ def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarr
 
 
 def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
-    """Thread codes feeding ``device`` and how they were found: "correlation", "process" or "all"."""
+    """Thread codes feeding ``device`` and how they were found: "correlation", "launch_calls", "process" or
+    "all"."""
     rows = host_rows(trace)
     pairs = launch_pairs(trace)
     on_device = (pairs["device"] == device) & pairs["matched"]
@@ -323,11 +334,32 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
     gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device == device)
     pids = np.unique(cols.pid[gpu])
     pids = pids[pids >= 0]
+    # No correlation id ties a call to this device's ops: the threads that made kernel launch calls (of its
+    # processes, where the GPU rows name them) launched them. A monitor or loader thread that never launches is no
+    # feeding thread: counted as one, its frames made a GPU idle under it "launch overhead".
+    launchers = _launch_call_threads(trace, rows, pids)
+    if launchers.size:
+        return launchers, "launch_calls"
     if pids.size:
         codes = np.flatnonzero(np.isin(rows.threads.pid, pids))
         if codes.size:
             return codes, "process"
     return np.arange(len(rows.threads)), "all"
+
+
+def _launch_call_threads(trace: Trace, rows: HostRows, pids: np.ndarray) -> np.ndarray:
+    """Thread codes (among the host rows') of the kernel and graph launch calls, of the processes ``pids`` where
+    some are given."""
+    cols = event_columns(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    if api.size == 0:
+        return np.zeros(0, np.int64)
+    api = api[code_mask(cols.name[api], cols.names, is_kernel_launch)]
+    if pids.size:
+        api = api[np.isin(cols.pid[api], pids)]
+    if api.size == 0:
+        return np.zeros(0, np.int64)
+    return thread_codes(rows, cols.pid[api], cols.tid[api])
 
 
 def launching_threads(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
