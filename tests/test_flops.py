@@ -237,7 +237,9 @@ def test_mfu_above_one_is_null_with_a_reason():
     # 352,400% (a device -1 on the kernels of the BERT trace put their FLOPs over a 2 µs copy: MFU 369.6%).
     bf16 = ["c10::BFloat16"] * 2
     rows = [_op("aten::mm", 0, 100, [[8192, 8192], [8192, 8192]], bf16), _kernel(0, 1000)]
-    compute = ops_report(Trace.from_rows(rows, devices=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]))["compute"]
+    compute = ops_report(Trace.from_rows(rows, devices=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]))[
+        "compute"
+    ]
     assert compute["flops"] == 2 * 8192**3
     assert compute["achieved_flops_per_s"] == pytest.approx(2 * 8192**3 / 1e-6)
     assert compute["mfu"] is None and compute["mfu_is_lower_bound"] is None
