@@ -428,3 +428,7 @@ def test_kernels_without_launch_calls_are_not_ranked_by_a_replay_that_pins_them(
     assert launch["rank_ns"] == launch["lost_ns"] and launch["predicted_gain_ns"] is None
     assert diagnosis["primary"]["cause"] == "host_launch_overhead"
     assert "the replay cannot tie most GPU ops to a launch call" in sentence(launch, diagnosis)
+    # 1 of 21 GPU ops matched: no issue rate of the work from it (before: "the host issues GPU work at 3.21x")
+    assert doc["launch"]["matched_ops"] == 1
+    assert doc["launch"]["rates"]["issue_to_execution"] is None
+    assert "the host issues GPU work" not in sentence(launch, diagnosis)
