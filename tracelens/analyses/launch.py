@@ -536,6 +536,8 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
     # the ops the calls enqueued per second: one per call, but a graph launch enqueues every op of its graph
     ops_issue_rate = matched_count / (issue_span / 1e9) if issue_span > 0 else None
+    launched = ops_issue_rate if 2 * matched_count > len(pairs) else None  # (most ops not launched: no rate)
+    issue_to_execution = launched / exec_rate if launched and exec_rate else None
 
     # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
     graph_calls, by_graph_launch = graph_launches(event_columns(trace), pairs)
@@ -553,11 +555,7 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "issue_per_s": issue_rate,
             "gpu_busy_ns": int(total_busy),
             "execution_per_s": exec_rate,
-            # (null where at most half of the GPU ops have a launch call: the calls' rate is not the GPU work's; one
-            # matched copy among 20 kernels without correlation ids read "the host issues GPU work at 3.21x")
-            "issue_to_execution": (ops_issue_rate / exec_rate)
-            if ops_issue_rate and exec_rate and 2 * matched_count > len(pairs)
-            else None,
+            "issue_to_execution": issue_to_execution,
         },
         "queue_depth": depth,
         "cuda_graphs": {

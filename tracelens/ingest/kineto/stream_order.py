@@ -20,36 +20,48 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ...arrow_read import arrow_filled
 from ...trace import KERNEL, MEMCPY, MEMSET, Trace
 from ...units import fmt_ns
 
 GPU_OP_KINDS = (KERNEL, MEMCPY, MEMSET)
 
 
+# Rows read per chunk by the first pass (no table-long temporaries: the load's peak memory is not raised).
+CHUNK_ROWS = 1 << 18
+
+
 def cut_impossible_ends(trace: Trace) -> Trace:
     """``trace`` with the ends of the GPU ops that outlast a later op of their stream cut (module docstring), and
     a warning in its metadata; ``trace`` itself where there is none (the usual case, found by one pass)."""
     store = trace.store
-    if not store.has("end_ns") or not store.has("kind"):
+    kind = store.columns.get("kind")
+    if not isinstance(kind, pa.DictionaryArray) or not store.has("end_ns"):
         return trace
-    kind = store.column("kind")
-    if not isinstance(kind, pa.DictionaryArray):
-        kind = kind.dictionary_encode()
-    names = kind.dictionary.to_pylist()
-    wanted = [i for i, n in enumerate(names) if n in GPU_OP_KINDS]
+    # (scalars and arrow_filled: pyarrow's to_numpy/to_pylist import pandas, ~30 MB the load does not need)
+    wanted = [i for i in range(len(kind.dictionary)) if kind.dictionary[i].as_py() in GPU_OP_KINDS]
     if not wanted:
         return trace
-    codes = kind.indices.to_numpy(zero_copy_only=False)
-    rows = np.flatnonzero(np.isin(codes, wanted))
-    if rows.size < 2:
-        return trace
+    codes = arrow_filled(kind.indices, -1)
     start = store.numpy("start_ns")
     end = store.numpy("end_ns")
-    op_start, op_end = start[rows], end[rows]
-    # First, one pass in the table's row order (by start) for any op, of any stream, that ends after one starting
-    # after it ends: none in most traces, and then no sort. (Equal starts are never cut below, whatever their order.)
-    if not bool((np.maximum.accumulate(op_end)[:-1] > op_end[1:]).any()):
+    # First, one pass in the table's row order (by start), a chunk at a time, for any GPU op, of any stream, that
+    # ends after one starting after it ends: none in most traces, and then no sort. (Equal starts are never cut
+    # below, whatever their order.)
+    latest, found = np.iinfo(np.int64).min, False
+    for lo in range(0, codes.size, CHUNK_ROWS):  # a loop over chunks of rows
+        e = end[lo : lo + CHUNK_ROWS][np.isin(codes[lo : lo + CHUNK_ROWS], wanted)]
+        if e.size == 0:
+            continue
+        running = np.maximum.accumulate(e)
+        if bool((latest > e).any()) or bool((running[:-1] > e[1:]).any()):
+            found = True
+            break
+        latest = max(latest, int(running[-1]))
+    if not found:
         return trace
+    rows = np.flatnonzero(np.isin(codes, wanted))
+    op_start, op_end = start[rows], end[rows]
     device = store.numpy("device")[rows]
     stream = store.numpy("stream")[rows]
     order = np.lexsort((op_end, op_start, stream, device))
