@@ -251,6 +251,7 @@ class LaunchRates(TypedDict):
     issue_per_s: float | None
     gpu_busy_ns: int
     execution_per_s: float | None
+    gpus: float
     issue_to_execution: float | None
 
 
