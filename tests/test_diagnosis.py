@@ -757,3 +757,62 @@ def test_a_graph_replay_the_host_waits_for_is_queued_gaps_not_synchronization():
     evidence = causes["queued_gaps"]["evidence"]
     assert (evidence["gap_count"], evidence["mean_gap_ns"]) == (3, pytest.approx(70_000 / 3))
     assert evidence["share_of_idle"] == pytest.approx(0.7)
+
+
+def test_launch_overhead_names_the_host_time_of_the_launching_threads_only():
+    # Engine process 2, thread 2: aten::mm [0, 80) holding cudaLaunchKernel [60, 70) (corr 1), kernel [100, 110);
+    # aten::mm [110, 190) holding cudaLaunchKernel [170, 180) (corr 2), kernel [200, 210). API-server process 1:
+    # one Python frame [0, 1000). Before, the evidence's top host names were the trace's: the server's frame
+    # (1000 ns) was "most host time" of the launching thread. Now the feeding thread's: aten::mm, 2 rows, 160 ns.
+    rows = [
+        {"kind": "cpu_op", "name": "aten::mm", "start_ns": 0, "end_ns": 80, "pid": 2, "tid": 2},
+        {
+            "kind": "runtime",
+            "name": "cudaLaunchKernel",
+            "start_ns": 60,
+            "end_ns": 70,
+            "pid": 2,
+            "tid": 2,
+            "correlation_id": 1,
+        },
+        {
+            "kind": "kernel",
+            "name": "k",
+            "start_ns": 100,
+            "end_ns": 110,
+            "device": 0,
+            "stream": 7,
+            "correlation_id": 1,
+        },
+        {"kind": "cpu_op", "name": "aten::mm", "start_ns": 110, "end_ns": 190, "pid": 2, "tid": 2},
+        {
+            "kind": "runtime",
+            "name": "cudaLaunchKernel",
+            "start_ns": 170,
+            "end_ns": 180,
+            "pid": 2,
+            "tid": 2,
+            "correlation_id": 2,
+        },
+        {
+            "kind": "kernel",
+            "name": "k",
+            "start_ns": 200,
+            "end_ns": 210,
+            "device": 0,
+            "stream": 7,
+            "correlation_id": 2,
+        },
+        {
+            "kind": "python",
+            "name": "uvicorn/server.py(60): serve",
+            "start_ns": 0,
+            "end_ns": 1000,
+            "pid": 1,
+            "tid": 1,
+        },
+    ]
+    causes = {c["cause"]: c for c in analyze(Trace.from_rows(rows))["diagnosis"]["causes"]}
+    evidence = causes["host_launch_overhead"]["evidence"]
+    assert evidence["top_cpu_ops"] == [{"name": "aten::mm", "count": 2, "total_ns": 160}]
+    assert evidence["top_launch_calls"] == [{"name": "cudaLaunchKernel", "count": 2, "total_ns": 20}]
