@@ -90,12 +90,19 @@ def remedy(
     return "small_kernels"
 
 
+# Up to this many host rows the feeding threads' top names are summed (a pass over the host rows); beyond (an Nsight
+# export's tens of millions of NVTX and API rows), the trace-wide top found ahead stands.
+FEEDING_TOP_ROWS = 1 << 22
+
+
 def _on_feeding_threads(ctx: Context, category: str) -> list[dict[str, Any]] | None:
     """The top names of ``category`` on the GPUs' feeding threads only, where some host thread feeds none (a
     serving trace's API-server process, a tqdm monitor): the trace-wide top (``top_host_names``, memoized, found
     ahead) named "uvicorn/server.py(60): serve" of another process as the launching thread's host time. None where
-    every host thread feeds a GPU (the trace-wide top is theirs)."""
+    every host thread feeds a GPU (the trace-wide top is theirs), or beyond FEEDING_TOP_ROWS host rows."""
     rows = host_rows(ctx.trace)
+    if rows.row.size > FEEDING_TOP_ROWS:
+        return None
     chosen = np.zeros(len(rows.threads), bool)
     for device in ctx.attribution:  # a loop over devices
         chosen[feeding_threads(ctx.trace, device)[0]] = True
