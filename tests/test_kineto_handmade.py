@@ -503,3 +503,59 @@ def test_no_real_trace_has_an_op_outlasting_a_later_op_of_its_stream() -> None:
     for path in paths:
         warnings = tracelens.load(path).metadata.warnings
         assert not [w for w in warnings if "later op of the same stream" in w], path.name
+
+
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_gpu_ops_written_at_ts_0_with_dur_0_are_left_out(tmp_path: Path, engine: str) -> None:
+    # pytorch/kineto#109 (2021): kernels written "ts": 0, "dur": 0 among absolute Unix-µs timestamps. Before, the
+    # time origin went to the epoch: "unexplained_idle lost 1610366576 s (100.0% of span)".
+    t0 = 1_615_207_264_505_000  # µs, the cudaLaunchKernel
+    events = [
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": t0 + 10 * i,
+            "dur": 6,
+            "args": {"correlation": i + 1},
+        }
+        for i in range(3)
+    ]
+    events += [
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": t0 + 10 * i + 8,
+            "dur": 2,
+            "args": {"device": 0, "stream": 7, "correlation": i + 1},
+        }
+        for i in range(2)
+    ]
+    events.append(
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 0,
+            "dur": 0,
+            "args": {"device": 0, "stream": 7, "correlation": 3},
+        }
+    )
+    path = tmp_path / "ts0.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    fast_engine(engine)
+    trace = tracelens.load(path, engine=engine)
+    assert trace.metadata.time_origin_ns == t0 * 1000  # the first launch, not the epoch
+    kernels = rows(trace, "kernel")
+    assert [(k["start_ns"], k["end_ns"]) for k in kernels] == [(8_000, 10_000), (18_000, 20_000)]
+    (warning,) = [w for w in trace.metadata.warnings if "carried no time" in w]
+    assert warning.startswith("1 GPU op carried no time")
+    doc = tracelens.analyze(trace)
+    assert doc["diagnosis"]["span_ns"] == 12_000  # [8, 20) µs after the first launch

@@ -27,6 +27,48 @@ from ...units import fmt_ns
 GPU_OP_KINDS = (KERNEL, MEMCPY, MEMSET)
 
 
+# A trace whose other times are absolute (Unix µs, ~1.6e15) and whose GPU ops include some at ts 0 with dur 0:
+# those carry no time at all (pytorch/kineto#109: "more than 1 thousand" kernels written "ts": 0, "dur": 0 in a
+# 2021 ResNet-50 trace). Left in, they put the time origin at the Unix epoch: "unexplained_idle lost 1610366576 s".
+# An absolute time is one past this many ns (~11.6 days after the epoch; relative times with baseTimeNanoseconds
+# are ns since the profiler started).
+ABSOLUTE_NS = 10**15
+
+
+def drop_untimed_gpu_ops(trace: Trace) -> Trace:
+    """``trace`` without its GPU ops (kernel, memcpy, memset) at absolute time 0 with no duration, where the rest of
+    its rows are absolute times (see ABSOLUTE_NS), with a warning; ``trace`` itself where it has none."""
+    store = trace.store
+    kind = store.columns.get("kind")
+    if trace.metadata.time_origin_ns != 0 or not isinstance(kind, pa.DictionaryArray) or store.num_rows < 2:
+        return trace  # (the origin is the earliest start: such ops would have put it at 0)
+    start, end = store.numpy("start_ns"), store.numpy("end_ns")
+    if int(start[-1]) < ABSOLUTE_NS:
+        return trace
+    wanted = [i for i in range(len(kind.dictionary)) if kind.dictionary[i].as_py() in GPU_OP_KINDS]
+    untimed = (start == 0) & (end == 0) & np.isin(arrow_filled(kind.indices, -1), wanted)
+    count = int(untimed.sum())
+    if count == 0:
+        return trace
+    kept = ~untimed
+    table = trace.events.filter(pa.array(kept))
+    origin = int(start[kept].min())
+    table = table.set_column(
+        table.schema.get_field_index("start_ns"), "start_ns", pa.array(start[kept] - origin, pa.int64())
+    )
+    table = table.set_column(
+        table.schema.get_field_index("end_ns"), "end_ns", pa.array(end[kept] - origin, pa.int64())
+    )
+    metadata = trace.metadata
+    metadata.time_origin_ns += origin
+    ops = f"{count:,} GPU ops" if count != 1 else "1 GPU op"
+    metadata.warnings.append(
+        f"{ops} carried no time (ts 0 and dur 0 among absolute timestamps: a lost CUPTI record, pytorch/kineto#109) "
+        "and were left out"
+    )
+    return Trace(table, trace.devices, metadata)
+
+
 # Rows read per chunk by the first pass (no table-long temporaries: the load's peak memory is not raised).
 CHUNK_ROWS = 1 << 18
 
