@@ -75,6 +75,14 @@ EXPECTED = {
     "gpu_ops_without_duration": [
         ("gpu_ops_without_duration", True, {"gpu_ops": 4, "zero_length": 3, "share": 0.75})
     ],
+    # (before: "every launch call starts after the last GPU op: the GPU side stops 1 ms early", a lost GPU side)
+    "gpu_clock_skew": [
+        (
+            "gpu_clock_skew",
+            True,
+            {"matched_gpu_ops": 4, "before_their_call": 4, "share": 1.0, "median_ahead_ns": 992_000},
+        )
+    ],
     "gpu_without_launches": [
         (
             "gpu_activity_without_launches",
@@ -128,6 +136,7 @@ PRIMARY = {
     "gpu_stops_early": "incomplete_trace",
     "kernels_lost": "incomplete_trace",
     "gpu_ops_without_duration": "incomplete_trace",
+    "gpu_clock_skew": "incomplete_trace",
     "gpu_starts_late": "incomplete_trace",
     "cpu_only": "incomplete_trace",
     "gpu_without_launches": "unexplained_idle",

@@ -13,6 +13,8 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
                                     (blocking)
     gpu_ops_without_duration        >= BLOCKING_SHARE of the GPU ops are zero-length (a missing or negative `dur`, a
                                     lost end timestamp): their busy time is lost (blocking)
+    gpu_clock_skew                  > CLOCK_SKEW_SHARE of the matched GPU ops start before their launch call began:
+                                    the GPU's clock is not the host's (blocking; the launch-timing checks skipped)
     gpu_activity_without_launches   GPU ops and no host API call at all, or >= UNMATCHED_SHARE of the GPU ops
                                     with a correlation id match no host API call
     missing_correlation_ids         >= MISSING_ID_SHARE of the GPU ops (or of the launch calls) carry no
@@ -64,6 +66,7 @@ KINDS = (
     "launches_before_gpu_activity",
     "kernel_launches_without_kernels",
     "gpu_ops_without_duration",
+    "gpu_clock_skew",
     "gpu_activity_without_launches",
     "missing_correlation_ids",
     "dropped_events",
@@ -156,6 +159,36 @@ DURATION_FIX = {
 }
 
 
+CLOCK_FIX = {
+    "pytorch": "The GPU's timestamps are not on the host's clock (GPU ops start before their launch calls): record "
+    "again with a current torch (torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]); "
+    "Kineto aligns the CUPTI and roctracer clocks to the host's, pytorch/kineto#991, #1082), and analyse the "
+    "profiler's own output, not a trace whose GPU rows another tool shifted.",
+    "default": "The GPU's timestamps are not on the host's clock (GPU ops start before their launch calls): update "
+    "the profiler, and analyse its own output.",
+}
+CLOCK_SKEW_SHARE = 0.5  # of the matched GPU ops: more than this start before their launch call began
+
+
+def _clock_skew(pairs: Any) -> dict[str, Any] | None:
+    """Evidence of a GPU clock off the host's: more than CLOCK_SKEW_SHARE of the matched GPU ops start before their
+    launch call began (a call's own op cannot); None otherwise."""
+    matched = pairs["matched"]
+    count = int(np.count_nonzero(matched))
+    if count == 0:
+        return None
+    ahead = (pairs["launch_start"] - pairs["start"])[matched]
+    early = int(np.count_nonzero(ahead > 0))
+    if early <= CLOCK_SKEW_SHARE * count:
+        return None
+    return {
+        "matched_gpu_ops": count,
+        "before_their_call": early,
+        "share": early / count,
+        "median_ahead_ns": int(np.median(ahead[ahead > 0])),
+    }
+
+
 def recorder(trace: Trace) -> str:
     """Which profiler's instructions apply: ``pytorch``, ``nsys``, ``tensorflow``, ``jax`` or ``default``."""
     meta = trace.metadata
@@ -218,6 +251,14 @@ def judge(trace: Trace) -> dict[str, Any]:
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
 
+    # GPU ops that start before the call that launched them began: impossible on one clock. Where most matched ops
+    # do, the GPU's timestamps are on another clock (roctracer's static offset, pytorch/kineto#991 and #1082; a
+    # corrupt CUPTI record, pytorch/pytorch#192021), and every comparison of host and GPU times is off: the
+    # checks below that compare them (launches after the last GPU op, before the first) would name a lost GPU side.
+    skew = _clock_skew(pairs) if joined and pairs is not None else None
+    if skew is not None:
+        problems.append(_problem("gpu_clock_skew", True, skew, _fix(CLOCK_FIX, who)))
+
     if gpu_count == 0 and launch_count == 0:
         evidence = {
             "host_events": int(host.sum()) if host is not None else 0,
@@ -233,7 +274,7 @@ def judge(trace: Trace) -> dict[str, Any]:
             else _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE
         )
         problems.append(_problem("no_gpu_activity", True, evidence, fix))
-    elif launch_count:
+    elif launch_count and skew is None:
         last_gpu_end = window[1] if window is not None else None
         after = (
             _launches_from(trace, cols, api_mask, is_launch, last_gpu_end)
@@ -273,7 +314,7 @@ def judge(trace: Trace) -> dict[str, Any]:
         # from the copies alone (a "100% busy" GPU) would be made on missing evidence
         kernel_calls = int(np.count_nonzero(code_mask(api_names[is_launch], cols.names, is_kernel_launch)))
     del api_names
-    if window is not None and launch_count and with_id_count and not kernel_calls:
+    if window is not None and launch_count and with_id_count and not kernel_calls and skew is None:
         late = _late_start(trace, cols, api_mask, is_launch & has_call_id, api_ids, gpu_ids, window[0])
         if late is not None and late / launch_count >= LOST_SHARE:
             evidence = {

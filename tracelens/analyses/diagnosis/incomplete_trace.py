@@ -125,6 +125,14 @@ def _no_duration(ev: dict[str, Any]) -> str:
     )
 
 
+def _clock_skew(ev: dict[str, Any]) -> str:
+    return (
+        f"{ev.get('before_their_call', 0):,} of {ev.get('matched_gpu_ops', 0):,} GPU ops "
+        f"({fmt_pct(ev.get('share'))}) start before the call that launched them began (by "
+        f"{fmt_ns(ev.get('median_ahead_ns'))} at the median): the GPU's timestamps are not on the host's clock"
+    )
+
+
 # One clause per completeness problem kind (``completeness.problems[].kind``).
 PROBLEM_CLAUSES: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_gpu_activity": _no_gpu,
@@ -132,6 +140,7 @@ PROBLEM_CLAUSES: dict[str, Callable[[dict[str, Any]], str]] = {
     "launches_before_gpu_activity": _late_gpu,
     "kernel_launches_without_kernels": _lost_kernels,
     "gpu_ops_without_duration": _no_duration,
+    "gpu_clock_skew": _clock_skew,
     "gpu_activity_without_launches": _no_launches,
     "missing_correlation_ids": _ids,
     "dropped_events": _dropped,
