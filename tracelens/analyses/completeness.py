@@ -170,14 +170,31 @@ CLOCK_FIX = {
 CLOCK_SKEW_SHARE = 0.5  # of the matched GPU ops: more than this start before their launch call began
 
 
-def _clock_skew(pairs: Any) -> dict[str, Any] | None:
-    """Evidence of a GPU clock off the host's: more than CLOCK_SKEW_SHARE of the matched GPU ops start before their
-    launch call began (a call's own op cannot); None otherwise."""
-    matched = pairs["matched"]
+def _calls_of(
+    cols: EventColumns, gpu: np.ndarray, gpu_ids: np.ndarray, api_mask: np.ndarray, api_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(matched, op start, call start) of the GPU rows ``gpu``: each matched to the earliest API call with its id."""
+    calls = np.flatnonzero(api_mask)[api_ids >= 0]
+    ids, starts = api_ids[api_ids >= 0], cols.start[calls]
+    order = np.lexsort((starts, ids))
+    ids, starts = ids[order], starts[order]
+    first = np.ones(ids.size, bool)
+    first[1:] = ids[1:] != ids[:-1]
+    ids, starts = ids[first], starts[first]
+    at = np.minimum(np.searchsorted(ids, gpu_ids), max(ids.size - 1, 0))
+    matched = (gpu_ids >= 0) & (ids[at] == gpu_ids) if ids.size else np.zeros(gpu_ids.size, bool)
+    call_start = starts[at] if ids.size else np.zeros(gpu_ids.size, np.int64)
+    return matched, cols.start[gpu], call_start
+
+
+def _clock_skew(matched: np.ndarray, start: np.ndarray, call_start: np.ndarray) -> dict[str, Any] | None:
+    """Evidence of a GPU clock off the host's: more than CLOCK_SKEW_SHARE of the matched GPU ops (``matched``,
+    their ``start`` and their launch call's ``call_start``) start before their call began (a call's own op cannot);
+    None otherwise."""
     count = int(np.count_nonzero(matched))
     if count == 0:
         return None
-    ahead = (pairs["launch_start"] - pairs["start"])[matched]
+    ahead = (call_start - start)[matched]
     early = int(np.count_nonzero(ahead > 0))
     if early <= CLOCK_SKEW_SHARE * count:
         return None
@@ -255,7 +272,12 @@ def judge(trace: Trace) -> dict[str, Any]:
     # do, the GPU's timestamps are on another clock (roctracer's static offset, pytorch/kineto#991 and #1082; a
     # corrupt CUPTI record, pytorch/pytorch#192021), and every comparison of host and GPU times is off: the
     # checks below that compare them (launches after the last GPU op, before the first) would name a lost GPU side.
-    skew = _clock_skew(pairs) if joined and pairs is not None else None
+    if joined and pairs is not None:
+        skew = _clock_skew(pairs["matched"], pairs["start"], pairs["launch_start"])
+    elif gpu is not None and gpu_ids is not None:  # (GPU ops without a device: matched here by id)
+        skew = _clock_skew(*_calls_of(cols, gpu, gpu_ids, api_mask, api_ids))
+    else:
+        skew = None
     if skew is not None:
         problems.append(_problem("gpu_clock_skew", True, skew, _fix(CLOCK_FIX, who)))
 
