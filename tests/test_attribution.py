@@ -62,6 +62,7 @@ def test_priority_sync_input_launch_cpu_nothing():
         "launch": 50,
         "cpu": 400,
         "nothing": 100,
+        "queued": 0,
     }
     assert dev["idle_ns"] == 900 == sum(dev["by_cause"].values())
     assert dev["feeding_threads_from"] == "correlation"
@@ -82,7 +83,15 @@ def test_startup_comes_before_sync():
             gap_end=1000,
         )
     )
-    assert dev["by_cause"] == {"startup": 300, "sync": 300, "input": 0, "launch": 0, "cpu": 0, "nothing": 300}
+    assert dev["by_cause"] == {
+        "startup": 300,
+        "sync": 300,
+        "input": 0,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 300,
+        "queued": 0,
+    }
 
 
 def one_gap(rows_in_gap: list[dict], gap_end: int) -> Trace:
@@ -108,7 +117,15 @@ def test_only_feeding_threads_count():
         kernel(300, 400, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 0, "nothing": 200}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 0,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 200,
+        "queued": 0,
+    }
     assert dev["late_launch"]["count"] == 0  # launched at 10, long before the gap
 
 
@@ -123,7 +140,41 @@ def test_fallback_to_process_threads_without_correlation():
     ]
     dev = by_cause(Trace.from_rows(rows))
     assert dev["feeding_threads_from"] == "process"
-    assert dev["by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 50, "nothing": 150}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 0,
+        "launch": 0,
+        "cpu": 50,
+        "nothing": 150,
+        "queued": 0,
+    }
+
+
+def test_without_correlation_the_threads_that_made_launch_calls_feed_the_gpu():
+    # No correlation ids anywhere. Thread (7, 1) makes the cudaLaunchKernel calls [90, 95) and [290, 300); thread
+    # (7, 2), a monitor, sits in one Python frame [0, 400) and launches nothing. Gap [100, 300): before, every
+    # thread of pid 7 fed the GPU and the monitor's frame made all 200 `cpu` (host_launch_overhead); now only the
+    # launching thread: launch [290, 300) = 10, nothing 190.
+    rows = [
+        host("runtime", "cudaLaunchKernel", 90, 95, pid=7, tid=1),
+        kernel(0, 100, pid=7),
+        host("python", "threading.py(655): wait", 0, 400, pid=7, tid=2),
+        host("runtime", "cudaLaunchKernel", 290, 300, pid=7, tid=1),
+        kernel(300, 400, pid=7),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert dev["feeding_threads_from"] == "launch_calls"
+    assert dev["feeding_threads"] == [[7, 1]]
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 0,
+        "launch": 10,
+        "cpu": 0,
+        "nothing": 190,
+        "queued": 0,
+    }
 
 
 def test_fallback_to_all_threads():
@@ -144,7 +195,15 @@ def test_sync_copy_and_after_sync():
             gap_end=300,
         )
     )
-    assert dev["by_cause"] == {"startup": 0, "sync": 160, "input": 0, "launch": 0, "cpu": 0, "nothing": 40}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 160,
+        "input": 0,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 40,
+        "queued": 0,
+    }
     assert dev["sync_copy_ns"] == 100
     assert dev["after_sync"] == {"count": 1, "idle_ns": 200}
 
@@ -164,7 +223,15 @@ def test_annotations_are_containers_unless_input():
         host("runtime", "hipLaunchKernel", 6, 9, correlation_id=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 20, "input": 50, "launch": 0, "cpu": 0, "nothing": 130}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 20,
+        "input": 50,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 130,
+        "queued": 0,
+    }
 
 
 def test_totals_over_devices():
@@ -188,6 +255,7 @@ def test_totals_over_devices():
         "launch": 0,
         "cpu": 50,
         "nothing": 90,
+        "queued": 0,
     }
     # Device-mean, GPU-time weighted: GPU 0 spans [10,300) = 290, GPU 1 [10,100) = 90, their union 290, so
     # n_eff = (290 + 90) / 290 and nothing per GPU = 90 / n_eff = 90 x 290 / 380 (the plain mean read 45).
@@ -261,7 +329,15 @@ def test_sync_echo_claims_the_work_the_host_could_have_queued_while_waiting():
         kernel(1120, 2000, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 110, "input": 0, "launch": 0, "cpu": 0, "nothing": 10}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 110,
+        "input": 0,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 10,
+        "queued": 0,
+    }
     assert dev["sync_copy_ns"] == 0
 
 
@@ -278,7 +354,15 @@ def test_sync_echo_is_bounded_by_the_gpu_time_waited_for():
         kernel(1120, 2000, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 905, "input": 0, "launch": 10, "cpu": 75, "nothing": 10}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 905,
+        "input": 0,
+        "launch": 10,
+        "cpu": 75,
+        "nothing": 10,
+        "queued": 0,
+    }
 
 
 def test_sync_echo_ranks_after_input_and_of_a_sync_copy_is_a_sync_copy():
@@ -295,7 +379,15 @@ def test_sync_echo_ranks_after_input_and_of_a_sync_copy_is_a_sync_copy():
         kernel(1080, 2000, corr=2),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 15, "input": 45, "launch": 0, "cpu": 0, "nothing": 20}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 15,
+        "input": 45,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 20,
+        "queued": 0,
+    }
     assert dev["sync_copy_ns"] == 15
 
 
@@ -367,10 +459,106 @@ def test_gaps_that_touch_at_a_zero_length_op(zero_length_op):
     if zero_length_op:
         rows.append(kernel(500, 500))
     dev = by_cause(Trace.from_rows(rows))
-    assert dev["by_cause"] == {"startup": 0, "sync": 0, "input": 0, "launch": 100, "cpu": 500, "nothing": 300}
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 0,
+        "launch": 100,
+        "cpu": 500,
+        "nothing": 300,
+        "queued": 0,
+    }
     assert dev["gap_count"] == (2 if zero_length_op else 1)
     if zero_length_op:
         # [100,500): launch 100, cpu 300; [500,1000): cpu 200, nothing 300.
         by_gap = {g["start_ns"]: g["by_cause"] for g in dev["largest"]}
-        assert by_gap[100] == {"startup": 0, "sync": 0, "input": 0, "launch": 100, "cpu": 300, "nothing": 0}
-        assert by_gap[500] == {"startup": 0, "sync": 0, "input": 0, "launch": 0, "cpu": 200, "nothing": 300}
+        assert by_gap[100] == {
+            "startup": 0,
+            "sync": 0,
+            "input": 0,
+            "launch": 100,
+            "cpu": 300,
+            "nothing": 0,
+            "queued": 0,
+        }
+        assert by_gap[500] == {
+            "startup": 0,
+            "sync": 0,
+            "input": 0,
+            "launch": 0,
+            "cpu": 200,
+            "nothing": 300,
+            "queued": 0,
+        }
+
+
+def _graph_replay_with_sync_rows() -> list[dict]:
+    """A CUDA graph replay the host waits for in cudaStreamSynchronize (ns):
+    cudaGraphLaunch [0, 10_000) corr 1 -> k [20_000, 40_000), [60_000, 80_000), [100_000, 120_000),
+    [150_000, 190_000); cudaStreamSynchronize [10_000, 200_000); then cudaGraphLaunch [200_000, 210_000) corr 2 ->
+    k [220_000, 240_000), cudaStreamSynchronize [210_000, 250_000)."""
+    rows = [host("runtime", "cudaGraphLaunch", 0, 10_000, correlation_id=1)]
+    rows += [
+        kernel(s, e, corr=1)
+        for s, e in ((20_000, 40_000), (60_000, 80_000), (100_000, 120_000), (150_000, 190_000))
+    ]
+    rows += [
+        host("runtime", "cudaStreamSynchronize", 10_000, 200_000),
+        host("runtime", "cudaGraphLaunch", 200_000, 210_000, correlation_id=2),
+        kernel(220_000, 240_000, corr=2),
+        host("runtime", "cudaStreamSynchronize", 210_000, 250_000),
+    ]
+    return rows
+
+
+def test_gaps_inside_a_graph_replay_are_queued_not_the_synchronize_the_host_sat_in():
+    # Gaps [40, 60), [80, 100), [120, 150) µs: each op's graph launch returned at 10 µs, before the gap began (and
+    # more than QUEUED_AFTER_NS before it), so the GPU had the op and did not run it: 70 µs `queued`, although the
+    # host sat in cudaStreamSynchronize all along (before: 70 µs more `sync`). Gap [190, 220) µs: its op's launch
+    # returned at 210, after the gap began (late): the host's. Its split: [190, 200) in the first synchronize
+    # (10 µs sync); [200, 210) the next graph launch, inside the first synchronize's echo (the GPU ran 100 µs while
+    # it waited): sync 10 µs; [210, 220) in the second synchronize: sync 10 µs.
+    assert attribution.QUEUED_AFTER_NS == 10_000
+    dev = by_cause(Trace.from_rows(_graph_replay_with_sync_rows()))
+    assert dev["idle_ns"] == 100_000
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 30_000,
+        "input": 0,
+        "launch": 0,
+        "cpu": 0,
+        "nothing": 0,
+        "queued": 70_000,
+    }
+    assert dev["queued"] == {"count": 3, "idle_ns": 70_000}
+    assert dev["late_launch"] == {"count": 1, "idle_ns": 30_000}
+    by_gap = {g["start_ns"]: g["by_cause"] for g in dev["largest"]}
+    assert by_gap[120_000]["queued"] == 30_000 and by_gap[120_000]["sync"] == 0
+    assert by_gap[190_000]["queued"] == 0 and by_gap[190_000]["sync"] == 30_000
+
+
+def test_a_graph_op_launched_just_before_its_gap_leaves_the_first_queued_after_ns_to_the_host():
+    # cudaGraphLaunch [0, 5_000) corr 1 -> k [6_000, 7_000) and k [20_000, 30_000); cudaStreamSynchronize
+    # [5_000, 31_000). Gap [7_000, 20_000): the op's launch returned at 5 µs, before it: the host's part runs to
+    # 5 + 10 = 15 µs (8 µs, sync), the rest [15_000, 20_000) is queued (5 µs).
+    rows = [
+        host("runtime", "cudaGraphLaunch", 0, 5_000, correlation_id=1),
+        kernel(6_000, 7_000, corr=1),
+        kernel(20_000, 30_000, corr=1),
+        host("runtime", "cudaStreamSynchronize", 5_000, 31_000),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert (dev["by_cause"]["sync"], dev["by_cause"]["queued"]) == (8_000, 5_000)
+
+
+def test_gaps_between_ops_launched_one_by_one_stay_the_hosts():
+    # the same times with cudaLaunchKernel (one op a call, both returned before the gap): no graph, no `queued`
+    rows = [
+        host("runtime", "cudaLaunchKernel", 0, 2_000, correlation_id=1),
+        host("runtime", "cudaLaunchKernel", 2_000, 5_000, correlation_id=2),
+        kernel(6_000, 7_000, corr=1),
+        kernel(20_000, 30_000, corr=2),
+        host("runtime", "cudaStreamSynchronize", 5_000, 31_000),
+    ]
+    dev = by_cause(Trace.from_rows(rows))
+    assert (dev["by_cause"]["sync"], dev["by_cause"]["queued"]) == (13_000, 0)

@@ -51,6 +51,13 @@ def _collectives() -> dict[str, Any]:
     )
 
 
+def _queued() -> dict[str, Any]:
+    # a graph replay the host waits for: 70 µs of queued gaps (tests/test_attribution.py has the derivation)
+    from tests.test_attribution import _graph_replay_with_sync_rows
+
+    return dict(analyze(Trace.from_rows(_graph_replay_with_sync_rows())))
+
+
 def _incomplete() -> dict[str, Any]:
     import tracelens
 
@@ -70,7 +77,7 @@ def documents() -> list[dict[str, Any]]:
         "unexplained_idle",
         "graph_step",
     ]
-    return [_case(n) for n in names] + [_collectives(), _incomplete()]
+    return [_case(n) for n in names] + [_collectives(), _incomplete(), _queued()]
 
 
 def test_one_module_per_cause_listed_once():

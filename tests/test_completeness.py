@@ -70,6 +70,19 @@ EXPECTED = {
     "kernels_lost": [
         ("kernel_launches_without_kernels", True, {"kernel_launch_calls": 1, "kernels": 0, "gpu_ops": 1})
     ],
+    # (before: the GPU read as idle 92% of the span and the idle as the host's; all-negative durations on a real
+    # trace read "host_launch_overhead 99.7%")
+    "gpu_ops_without_duration": [
+        ("gpu_ops_without_duration", True, {"gpu_ops": 4, "zero_length": 3, "share": 0.75})
+    ],
+    # (before: "every launch call starts after the last GPU op: the GPU side stops 1 ms early", a lost GPU side)
+    "gpu_clock_skew": [
+        (
+            "gpu_clock_skew",
+            True,
+            {"matched_gpu_ops": 4, "before_their_call": 4, "share": 1.0, "median_ahead_ns": 992_000},
+        )
+    ],
     "gpu_without_launches": [
         (
             "gpu_activity_without_launches",
@@ -122,6 +135,8 @@ PRIMARY = {
     "launches_without_gpu": "incomplete_trace",
     "gpu_stops_early": "incomplete_trace",
     "kernels_lost": "incomplete_trace",
+    "gpu_ops_without_duration": "incomplete_trace",
+    "gpu_clock_skew": "incomplete_trace",
     "gpu_starts_late": "incomplete_trace",
     "cpu_only": "incomplete_trace",
     "gpu_without_launches": "unexplained_idle",

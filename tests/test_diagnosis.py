@@ -296,7 +296,15 @@ def test_two_devices_average_idle_causes():
     # GPU 1 gap [800,1620) = 820: input [1000,1600) = 600 (the second data range).
     # [800,1000) is covered by no host row: nothing 200; launch [1600,1610) 10; nothing [1610,1620) 10.
     by_dev = {d["device"]: d["by_cause"] for d in doc["attribution"]["devices"]}
-    assert by_dev[1] == {"startup": 0, "sync": 0, "input": 600, "launch": 10, "cpu": 0, "nothing": 210}
+    assert by_dev[1] == {
+        "startup": 0,
+        "sync": 0,
+        "input": 600,
+        "launch": 10,
+        "cpu": 0,
+        "nothing": 210,
+        "queued": 0,
+    }
     primary = doc["diagnosis"]["primary"]
     assert (primary["cause"], primary["lost_ns"]) == ("input_pipeline", 600)  # (600 + 600) / 2
     # busy: GPU 0 760, GPU 1 180 + 380 = 560 -> imbalance (0 + 200) / 2 = 100
@@ -422,6 +430,7 @@ def test_startup_evidence_and_attribution():
         "launch": 0,
         "cpu": 0,
         "nothing": 80 * US,
+        "queued": 0,
     }
     items = {(i["name"], i["reason"]): i for i in doc["diagnosis"]["primary"]["evidence"]["items"]}
     conv = items[("aten::conv2d", "first_call")]
@@ -731,3 +740,79 @@ def test_unexplained_idle_evidence_is_the_same_summed_in_chunks(monkeypatch):
     assert whole["top_activity"]  # something on the host overlaps the idle: the comparison has rows to sum
     monkeypatch.setattr(unexplained_idle, "HOST_CHUNK", 1)
     assert evidence() == whole
+
+
+def test_a_graph_replay_the_host_waits_for_is_queued_gaps_not_synchronization():
+    # tests/test_attribution.py derives the split: 70 µs queued, 30 µs sync of 100 µs idle in a 220 µs span
+    # [20, 240) µs (busy 120 µs). Before: synchronization lost 100 µs, the primary ("remove
+    # torch.cuda.synchronize()"), for gaps the GPU left inside a replay it had queued.
+    from tests.test_attribution import _graph_replay_with_sync_rows
+
+    diag = analyze(Trace.from_rows(_graph_replay_with_sync_rows()))["diagnosis"]
+    causes = {c["cause"]: c for c in diag["causes"]}
+    assert diag["span_ns"] == 220_000
+    assert causes["queued_gaps"]["lost_ns"] == 70_000
+    assert causes["synchronization"]["lost_ns"] == 30_000
+    assert diag["primary"]["cause"] == "queued_gaps"
+    evidence = causes["queued_gaps"]["evidence"]
+    assert (evidence["gap_count"], evidence["mean_gap_ns"]) == (3, pytest.approx(70_000 / 3))
+    assert evidence["share_of_idle"] == pytest.approx(0.7)
+
+
+def test_launch_overhead_names_the_host_time_of_the_launching_threads_only():
+    # Engine process 2, thread 2: aten::mm [0, 80) holding cudaLaunchKernel [60, 70) (corr 1), kernel [100, 110);
+    # aten::mm [110, 190) holding cudaLaunchKernel [170, 180) (corr 2), kernel [200, 210). API-server process 1:
+    # one Python frame [0, 1000). Before, the evidence's top host names were the trace's: the server's frame
+    # (1000 ns) was "most host time" of the launching thread. Now the feeding thread's: aten::mm, 2 rows, 160 ns.
+    rows = [
+        {"kind": "cpu_op", "name": "aten::mm", "start_ns": 0, "end_ns": 80, "pid": 2, "tid": 2},
+        {
+            "kind": "runtime",
+            "name": "cudaLaunchKernel",
+            "start_ns": 60,
+            "end_ns": 70,
+            "pid": 2,
+            "tid": 2,
+            "correlation_id": 1,
+        },
+        {
+            "kind": "kernel",
+            "name": "k",
+            "start_ns": 100,
+            "end_ns": 110,
+            "device": 0,
+            "stream": 7,
+            "correlation_id": 1,
+        },
+        {"kind": "cpu_op", "name": "aten::mm", "start_ns": 110, "end_ns": 190, "pid": 2, "tid": 2},
+        {
+            "kind": "runtime",
+            "name": "cudaLaunchKernel",
+            "start_ns": 170,
+            "end_ns": 180,
+            "pid": 2,
+            "tid": 2,
+            "correlation_id": 2,
+        },
+        {
+            "kind": "kernel",
+            "name": "k",
+            "start_ns": 200,
+            "end_ns": 210,
+            "device": 0,
+            "stream": 7,
+            "correlation_id": 2,
+        },
+        {
+            "kind": "python",
+            "name": "uvicorn/server.py(60): serve",
+            "start_ns": 0,
+            "end_ns": 1000,
+            "pid": 1,
+            "tid": 1,
+        },
+    ]
+    causes = {c["cause"]: c for c in analyze(Trace.from_rows(rows))["diagnosis"]["causes"]}
+    evidence = causes["host_launch_overhead"]["evidence"]
+    assert evidence["top_cpu_ops"] == [{"name": "aten::mm", "count": 2, "total_ns": 160}]
+    assert evidence["top_launch_calls"] == [{"name": "cudaLaunchKernel", "count": 2, "total_ns": 20}]

@@ -231,6 +231,21 @@ def test_mfu_is_null_with_a_reason_when_the_device_or_dtype_is_unknown():
     assert no_shapes["by_name"][0]["flops"] is None
 
 
+def test_mfu_above_one_is_null_with_a_reason():
+    # 2 * 8192^3 bf16 FLOPs recorded by an aten::mm whose only GPU activity in the trace is a 1 µs kernel: at the
+    # A100's 312 TFLOP/s the GPU could do 312 MFLOP in that span, not 1.1 TFLOP (MFU 3,524). Before, MFU printed
+    # 352,400% (a device -1 on the kernels of the BERT trace put their FLOPs over a 2 µs copy: MFU 369.6%).
+    bf16 = ["c10::BFloat16"] * 2
+    rows = [_op("aten::mm", 0, 100, [[8192, 8192], [8192, 8192]], bf16), _kernel(0, 1000)]
+    compute = ops_report(Trace.from_rows(rows, devices=[{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]))[
+        "compute"
+    ]
+    assert compute["flops"] == 2 * 8192**3
+    assert compute["achieved_flops_per_s"] == pytest.approx(2 * 8192**3 / 1e-6)
+    assert compute["mfu"] is None and compute["mfu_is_lower_bound"] is None
+    assert compute["reason"].startswith("the counted FLOPs exceed what the GPUs can do at peak in their span")
+
+
 # --- the peak table --------------------------------------------------------------------------------------
 
 

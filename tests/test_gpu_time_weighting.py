@@ -212,6 +212,7 @@ def test_idle_causes_partition_the_weighted_mean_idle():
             "launch": 0,
             "cpu": 300 / n_eff,
             "nothing": 200 / n_eff,
+            "queued": 0,
         }
     )
     assert (lost["host_launch_overhead"], lost["synchronization"], lost["unexplained_idle"]) == (

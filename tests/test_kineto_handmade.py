@@ -13,6 +13,7 @@ import pytest
 from test_kineto import absolute_ns, gpu_events_by_device, union_length
 
 import tracelens
+from tests.conftest import SHARED_TRACES
 from tracelens.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -427,3 +428,134 @@ def test_one_thread_budget_reads_the_same_table(tmp_path: Path, monkeypatch: pyt
             assert kineto.read(path, engine=engine).events.equals(reference.events), engine
     finally:
         pa.set_cpu_count(before)
+
+
+def _stream_order_trace(path: Path) -> Path:
+    """GPU 0: stream 7 runs k0 [100, 110], k1 [120, 130], k2 [140, 150] (µs); k0's end was recorded 3.4 s late
+    (dur 3,400,000: a lost end timestamp), so it "outlasts" k1 and k2. Stream 8 runs nccl [105, 200], which spans
+    k1 and k2 on another stream (a real overlap: left alone). Stream 9 runs a [300, 320] and b [315, 330]: b
+    starts before a ends but ends after it (programmatic dependent launch): left alone. Host: one launch per op."""
+
+    def gpu(name: str, ts: int, dur: int, stream: int, corr: int) -> dict:
+        args = {"device": 0, "stream": stream, "correlation": corr}
+        return {
+            "ph": "X",
+            "cat": "kernel",
+            "name": name,
+            "pid": 0,
+            "tid": stream,
+            "ts": ts,
+            "dur": dur,
+            "args": args,
+        }
+
+    def launch(ts: int, corr: int) -> dict:
+        args = {"correlation": corr}
+        return {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": ts,
+            "dur": 2,
+            "args": args,
+        }
+
+    ops = [
+        ("k0", 100, 3_400_000, 7),
+        ("k1", 120, 10, 7),
+        ("k2", 140, 10, 7),
+        ("nccl", 105, 95, 8),
+        ("a", 300, 20, 9),
+        ("b", 315, 15, 9),
+    ]
+    events = [gpu(n, ts, dur, stream, i + 1) for i, (n, ts, dur, stream) in enumerate(ops)]
+    events += [launch(ts - 5, i + 1) for i, (_, ts, _, _) in enumerate(ops)]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_an_op_outlasting_a_later_op_of_its_stream_is_cut_to_that_op(tmp_path: Path, engine: str) -> None:
+    # Before: k0's 3.4 s stood, the GPU was "busy 100%" of a 3.4 s span and the diagnosis said none.
+    fast_engine(engine)
+    trace = tracelens.load(_stream_order_trace(tmp_path / "late_end.json"), engine=engine)
+    ends = {r["name"]: (r["start_ns"], r["end_ns"]) for r in rows(trace, "kernel")}
+    origin = 95_000  # the earliest start: k0's launch at 95 µs
+    assert ends["k0"] == (100_000 - origin, 120_000 - origin)  # cut at k1's start
+    assert ends["k1"] == (120_000 - origin, 130_000 - origin)
+    assert ends["nccl"] == (105_000 - origin, 200_000 - origin)  # another stream: kept
+    assert ends["a"] == (300_000 - origin, 320_000 - origin)  # overlaps b, does not outlast it: kept
+    (warning,) = [w for w in trace.metadata.warnings if "later op of the same stream" in w]
+    # dropped: k0's recorded end (3,400,100 µs) - k1's start (120 µs)
+    assert "1 GPU op ended after" in warning and "dropping 3.4 s" in warning and "“k0”" in warning
+    doc = tracelens.analyze(trace)
+    # busy = union of [100, 200] and [300, 330] µs = 130 µs of the span [100, 330] µs
+    assert doc["summary"]["gpu_utilization"] == pytest.approx(130 / 230)
+
+
+def test_no_real_trace_has_an_op_outlasting_a_later_op_of_its_stream() -> None:
+    # (an independent walk of every real trace found no overlap at all on one stream: the rule cuts nothing there)
+    paths = sorted((Path(__file__).resolve().parent.parent / "fixtures" / "gpu").rglob("*.pt.trace.json.gz"))
+    if SHARED_TRACES.is_dir():
+        paths += sorted((SHARED_TRACES / "pytorch").glob("*.json.gz"))
+    for path in paths:
+        warnings = tracelens.load(path).metadata.warnings
+        assert not [w for w in warnings if "later op of the same stream" in w], path.name
+
+
+@pytest.mark.parametrize("engine", ["native", "msgspec"])
+def test_gpu_ops_written_at_ts_0_with_dur_0_are_left_out(tmp_path: Path, engine: str) -> None:
+    # pytorch/kineto#109 (2021): kernels written "ts": 0, "dur": 0 among absolute Unix-µs timestamps. Before, the
+    # time origin went to the epoch: "unexplained_idle lost 1610366576 s (100.0% of span)".
+    t0 = 1_615_207_264_505_000  # µs, the issue's cudaLaunchKernel
+    events = [
+        {
+            "ph": "X",
+            "cat": "Runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": t0 + 10 * i,
+            "dur": 6,
+            "args": {"correlation": i + 1},
+        }
+        for i in range(3)
+    ]
+    events += [
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": t0 + 10 * i + 8,
+            "dur": 2,
+            "args": {"device": 0, "stream": 7, "correlation": i + 1},
+        }
+        for i in range(2)
+    ]
+    events.append(
+        {
+            "ph": "X",
+            "cat": "Kernel",
+            "name": "k",
+            "pid": 0,
+            "tid": "stream 7",
+            "ts": 0,
+            "dur": 0,
+            "args": {"device": 0, "stream": 7, "correlation": 3},
+        }
+    )
+    path = tmp_path / "ts0.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    fast_engine(engine)
+    trace = tracelens.load(path, engine=engine)
+    assert trace.metadata.time_origin_ns == t0 * 1000  # the first launch, not the epoch
+    kernels = rows(trace, "kernel")
+    assert [(k["start_ns"], k["end_ns"]) for k in kernels] == [(8_000, 10_000), (18_000, 20_000)]
+    (warning,) = [w for w in trace.metadata.warnings if "carried no time" in w]
+    assert warning.startswith("1 GPU op carried no time")
+    doc = tracelens.analyze(trace)
+    assert doc["diagnosis"]["span_ns"] == 12_000  # [8, 20) µs after the first launch

@@ -85,6 +85,22 @@ def test_rates():
     assert rates["issue_to_execution"] == pytest.approx((4 / 40e-9) / (5 / 20020e-9))
 
 
+def test_two_gpus_fed_at_once_are_compared_with_their_joint_rate():
+    # One thread launches corr 1..4 over [0, 40) ns: GPU 0 runs corr 1 [50, 150) and 3 [200, 300), GPU 1 corr 2
+    # [50, 150) and 4 [200, 300). Issue: 4 ops / 40 ns. Each GPU runs 2 ops in 200 ns busy (execution_per_s =
+    # 4 / 400 ns), both over one window [50, 300): n_eff = (250 + 250) / 250 = 2 GPUs, so the GPUs together run
+    # 2 x 4 / 400 ns. Ratio (4 / 40) / (2 x 4 / 400) = 5; before, against one GPU's rate: 10 (n times too high).
+    rows = []
+    for corr, (device, start) in enumerate(((0, 50), (1, 50), (0, 200), (1, 200)), 1):
+        rows += [
+            call("cudaLaunchKernel", 10 * (corr - 1), 10 * corr, corr),
+            op(start, start + 100, corr, device=device),
+        ]
+    rates = launch.section(Trace.from_rows(rows), {})["rates"]
+    assert rates["execution_per_s"] == pytest.approx(4 / 400e-9)
+    assert rates["issue_to_execution"] == pytest.approx(5.0)
+
+
 def test_queue_depth():
     qd = {(q["device"], q["stream"]): q for q in launch.section(_trace(), {})["queue_depth"]}
     # Stream 7 events: +1@10, -1@20, +1@20, +1@30, -1@20040, -1@20045 (at equal times -1 first).

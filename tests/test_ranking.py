@@ -110,6 +110,17 @@ def test_a_remedy_that_costs_time_ranks_at_zero_and_a_non_positive_step_falls_ba
             SPAN,
             "one_time",
         ),
+        (
+            "host_launch_overhead",
+            {},
+            {
+                "replay_error": {"steps": 1, "gpu_ops": 61, "unlaunched_gpu_ops": 60},
+                "not_modeled": [],
+                "remedies": [{"cause": "host_launch_overhead", "gain_share": 0.0, "step_gain_share": 0.0}],
+            },
+            SPAN,
+            "unlaunched",
+        ),
     ],
 )
 def test_causes_ranked_by_lost_time_say_why(cause, evidence, whatif, span, reason):
@@ -123,7 +134,7 @@ def test_causes_ranked_by_lost_time_say_why(cause, evidence, whatif, span, reaso
             500_000,
             None,
         )
-    if reason in ("no_replay", "short_window", "not_modeled", "no_change"):
+    if reason in ("no_replay", "short_window", "not_modeled", "no_change", "unlaunched"):
         assert out["predicted_gain_ns"] is None and out["gain_basis"] is None
 
 
@@ -367,3 +378,57 @@ def test_applied_without_gain_ranks_last_and_unrepresented_keeps_its_estimate() 
         "Not predicted (the replay's model of its fix finds nothing of it to change here): "
         "ranked by its lost time."
     )
+
+
+def _unlaunched_kernels_trace(path: Any) -> Any:
+    """A host-bound Kineto trace whose kernels lost their correlation ids (their launch calls keep theirs), as some
+    ROCm and GPU-only exports write them. Times (µs), 20 iterations i at t = 1000 + 100 i: aten::mul [t, t+80]
+    holding cudaLaunchKernel [t+70, t+75]; its kernel [t+78, t+88] on GPU 0 stream 7, no correlation. One copy
+    that keeps its id: cudaMemcpyAsync [3005, 3008] corr 21 -> Memcpy DtoH [3009, 3011] (4 B)."""
+    import json
+
+    def host(cat: str, name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    def on_gpu(cat: str, name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+        args = {"device": 0, "stream": 7, **args}
+        return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur, "args": args}
+
+    events = []
+    for i in range(20):
+        t = 1000 + 100 * i
+        events += [
+            host("cpu_op", "aten::mul", t, 80),
+            host("cuda_runtime", "cudaLaunchKernel", t + 70, 5, correlation=i + 1),
+            on_gpu("kernel", "mul_kernel", t + 78, 10, grid=[1024, 1, 1], block=[256, 1, 1]),
+        ]
+    events += [
+        host("cuda_runtime", "cudaMemcpyAsync", 3005, 3, correlation=21),
+        on_gpu("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 3009, 2, correlation=21, bytes=4),
+    ]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_kernels_without_launch_calls_are_not_ranked_by_a_replay_that_pins_them(tmp_path) -> None:
+    # Before: the replay pinned the 20 unlaunched kernels at their recorded starts, "predicted" the launch remedy
+    # to save 1.1%, and a 12.7% unexplained_idle was the primary cause of a GPU idle 77% of its span while its host
+    # ran aten::mul.
+    doc = _doc(str(_unlaunched_kernels_trace(tmp_path / "unlaunched.json")))
+    assert doc["whatif"]["replay_error"]["unlaunched_gpu_ops"] == 20
+    assert doc["whatif"]["replay_error"]["gpu_ops"] == 21
+    diagnosis = doc["diagnosis"]
+    assert diagnosis["span_ns"] == 1_933_000 >= ranking.MIN_REPLAY_SPAN_NS  # 1078 -> 3011 µs
+    launch = {c["cause"]: c for c in diagnosis["causes"]}["host_launch_overhead"]
+    # idle gaps between kernels: [t+88, t+178] for i = 0..18, 90 µs each; the next aten::mul [t+100, t+180]
+    # covers 78 µs of each (cudaLaunchKernel [t+170, t+175] inside it: 5 µs launch, 73 µs cpu); the gap before the
+    # copy, [2988, 3009], holds cudaMemcpyAsync [3005, 3008]: 3 µs launch
+    assert launch["lost_ns"] == 19 * 78_000 + 3_000
+    assert (launch["rank_basis"], launch["gain_reason"]) == ("estimated", "unlaunched")
+    assert launch["rank_ns"] == launch["lost_ns"] and launch["predicted_gain_ns"] is None
+    assert diagnosis["primary"]["cause"] == "host_launch_overhead"
+    assert "the replay cannot tie most GPU ops to a launch call" in sentence(launch, diagnosis)
+    # 1 of 21 GPU ops matched: no issue rate of the work from it (before: "the host issues GPU work at 3.21x")
+    assert doc["launch"]["matched_ops"] == 1
+    assert doc["launch"]["rates"]["issue_to_execution"] is None
+    assert "the host issues GPU work" not in sentence(launch, diagnosis)

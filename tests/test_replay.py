@@ -680,7 +680,7 @@ def test_communication_remedy_by_hand() -> None:
     assert (
         set(doc["not_modeled_reasons"])
         == set(doc["not_modeled"])
-        == {"multi_gpu_imbalance", "unexplained_idle"}
+        == {"multi_gpu_imbalance", "queued_gaps", "unexplained_idle"}
     )
 
 

@@ -132,6 +132,14 @@ FIXTURE_VERDICTS = {
         "incomplete_trace",
         "A kernel launched and none recorded: the copy alone is no evidence of a busy GPU.",
     ),
+    "completeness/gpu_clock_skew.json": (
+        "incomplete_trace",
+        "Every kernel starts 992 us before the call that launched it: the GPU clock is off the host's, not a lost GPU side.",
+    ),
+    "completeness/gpu_ops_without_duration.json": (
+        "incomplete_trace",
+        "3 of 4 kernels without a duration (missing or negative dur): no busy time to measure, not an idle GPU.",
+    ),
     "completeness/cpu_only.json": ("incomplete_trace", "A range and two ops, no GPU activity."),
     "completeness/gpu_without_launches.json": (
         "unexplained_idle",

@@ -2,8 +2,9 @@
 
 Definitions (docs/analyses.md, "attribution"):
     feeding threads = host threads whose runtime/driver calls launched work onto the device (joined by
-                      correlation_id); when none are known, every host thread of the processes owning the
-                      device's GPU rows; when those are unknown too, every host thread
+                      correlation_id); when none are known, the threads that made kernel/graph launch calls (of
+                      the processes owning the device's GPU rows, where known); else every host thread of those
+                      processes; when those are unknown too, every host thread
     host categories = names.host_category: sync > input > launch > cpu (priority order)
     split of a gap  = for each category c in priority order, the part of the gap covered by the union of the
                       feeding threads' rows of category c and not by any earlier category; `nothing` = the
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from .. import intervals, values
-from ..trace import GPU_ACTIVITY_KINDS, Trace
+from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, Trace
 from .coded import CodedInts
 from .columns import (
     DeviceBusy,
@@ -37,16 +38,28 @@ from .columns import (
     memo,
     thread_key,
 )
+from .graph_launches import graph_launches
 from .host_split import split_gaps
 from .kept_runs import kept_thread_runs
 from .late_launch import late_flags
 from .launch import launch_pairs
-from .names import CAUSES, HOST_CATEGORY_PRIORITY, STARTUP, SYNC, code_mask, is_sync_copy
+from .names import (
+    CAUSES,
+    HOST_CATEGORY_PRIORITY,
+    QUEUED,
+    STARTUP,
+    SYNC,
+    code_mask,
+    is_kernel_launch,
+    is_sync_copy,
+)
 from .startup import host_categories, one_time_work
 from .thread_codes import THREAD_RUNS_SHARE, launched_threads, thread_run_heads
 from .topk import largest_first
 
 LARGEST_GAPS = 10
+# The idle causes an attribution reports: the host categories' split and `nothing`, then the queued gaps.
+IDLE_CAUSES: tuple[str, ...] = (*CAUSES, QUEUED)
 
 
 @dataclass(frozen=True)
@@ -308,7 +321,8 @@ def thread_codes(rows: HostRows, pids: np.ndarray, tids: np.ndarray) -> np.ndarr
 
 
 def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
-    """Thread codes feeding ``device`` and how they were found: "correlation", "process" or "all"."""
+    """Thread codes feeding ``device`` and how they were found: "correlation", "launch_calls", "process" or
+    "all"."""
     rows = host_rows(trace)
     pairs = launch_pairs(trace)
     on_device = (pairs["device"] == device) & pairs["matched"]
@@ -320,11 +334,32 @@ def feeding_threads(trace: Trace, device: int) -> tuple[np.ndarray, str]:
     gpu = cols.of_kind(*GPU_ACTIVITY_KINDS) & (cols.device == device)
     pids = np.unique(cols.pid[gpu])
     pids = pids[pids >= 0]
+    # No correlation id ties a call to this device's ops: the threads that made kernel launch calls (of its
+    # processes, where the GPU rows name them) launched them. A monitor or loader thread that never launches is no
+    # feeding thread: counted as one, its frames made a GPU idle under it "launch overhead".
+    launchers = _launch_call_threads(trace, rows, pids)
+    if launchers.size:
+        return launchers, "launch_calls"
     if pids.size:
         codes = np.flatnonzero(np.isin(rows.threads.pid, pids))
         if codes.size:
             return codes, "process"
     return np.arange(len(rows.threads)), "all"
+
+
+def _launch_call_threads(trace: Trace, rows: HostRows, pids: np.ndarray) -> np.ndarray:
+    """Thread codes (among the host rows') of the kernel and graph launch calls, of the processes ``pids`` where
+    some are given."""
+    cols = event_columns(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER))
+    if api.size == 0:
+        return np.zeros(0, np.int64)
+    api = api[code_mask(cols.name[api], cols.names, is_kernel_launch)]
+    if pids.size:
+        api = api[np.isin(cols.pid[api], pids)]
+    if api.size == 0:
+        return np.zeros(0, np.int64)
+    return thread_codes(rows, cols.pid[api], cols.tid[api])
 
 
 def launching_threads(trace: Trace, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -372,16 +407,80 @@ def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     )
 
 
+# A GPU starts an op it is handed within this long when it is free: the launch latencies (op start - call end) of
+# the recordings in fixtures/gpu are 1.2-2.2 µs at the median. Gap time later than this after a graph launch
+# returned, before one of its ops, in a gap that began with that op already handed over, is the GPU's own (`queued`).
+QUEUED_AFTER_NS = 10_000
+
+
+def _host_part_ends(trace: Trace, busy: DeviceBusy, late: np.ndarray) -> np.ndarray:
+    """Per gap [start, end): where its part the host can be blamed for ends. The gap's end, unless the op starting
+    there was launched by a CUDA/HIP graph launch that returned at L before the gap began (not ``late``): then
+    L + QUEUED_AFTER_NS, clipped to the gap. The rest of such a gap the GPU had the op, inside a replay the host had
+    handed over whole, and did not run it: no host activity (a synchronize waiting for the replay) explains it.
+    (Between ops launched one by one the GPU's gaps are longer, ~1.9 µs against ~0.26 µs inside a graph on the
+    fixtures' H200 pairs, and the launch remedy, CUDA graphs, shortens them: those stay the host's.)"""
+    gs, ge = busy.gap_starts, busy.gap_ends
+    pairs = launch_pairs(trace)
+    if gs.size == 0:
+        return ge
+    count, from_graph = graph_launches(event_columns(trace), pairs)
+    if count == 0:
+        return ge
+    on = np.flatnonzero(pairs["device"] == busy.device)
+    if on.size == 0 or not from_graph[on].any():
+        return ge
+    op_start = pairs[on]["start"]
+    order = np.argsort(
+        op_start, kind="stable"
+    )  # (ops that start together: in their given order, as late_flags)
+    at = np.minimum(intervals.search_sorted(op_start[order], ge, side="left"), order.size - 1)
+    op = on[order[at]]
+    del order, at
+    queued = from_graph[op] & ~late
+    if not queued.any():
+        return ge
+    returned = event_columns(trace).end[pairs["launch_row"][op[queued]]]
+    out = ge.copy()
+    out[queued] = np.clip(returned + QUEUED_AFTER_NS, gs[queued], ge[queued])
+    return out
+
+
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:
     rows = host_rows(trace)
     threads, source = feeding_threads(trace, busy.device)
     gs, ge = busy.gap_starts, busy.gap_ends
     lengths = ge - gs
     top = largest_first(lengths, largest)
-    split = split_gaps(gs, ge, rows, threads, (busy.busy_starts, busy.busy_ends), top)
+    late = _late_launch(trace, busy)
+    # A gap that began with its next op already handed over in a graph replay is the GPU's own once the GPU had time
+    # to start that op (QUEUED_AFTER_NS): that part is `queued`, not split among the host's categories (a host
+    # blocked in a synchronize during a graph replay's gaps is not what stalled them). The host's part of each gap
+    # is [start, host_end): the whole gap for the others.
+    host_end = _host_part_ends(trace, busy, late)
+    queued_lengths = ge - host_end
+    split_at = np.flatnonzero(host_end > gs) if bool(queued_lengths.any()) else None
+    if split_at is None:
+        split = split_gaps(gs, ge, rows, threads, (busy.busy_starts, busy.busy_ends), top)
+        top_rows = np.arange(top.size)
+        in_sync_idle = int(lengths[split.starts_in_sync].sum())
+    else:
+        kept_top = host_end[top] > gs[top]
+        split = split_gaps(
+            gs[split_at],
+            host_end[split_at],
+            rows,
+            threads,
+            (busy.busy_starts, busy.busy_ends),
+            np.searchsorted(split_at, top[kept_top]),
+        )
+        top_rows = np.cumsum(kept_top) - 1
+        top_rows[~kept_top] = -1
+        in_sync_idle = int(lengths[split_at[split.starts_in_sync]].sum())
     # The gaps' `nothing` parts, which the diagnosis reads: kept (few intervals), not the threads' whole activity.
     memo(trace, _unexplained_key(busy.device), lambda: split.unexplained)
-    late = _late_launch(trace, busy)
+    queued = queued_lengths > 0
+    queued_ns = int(queued_lengths.sum())
     return {
         "device": busy.device,
         "idle_ns": int(lengths.sum()),
@@ -392,22 +491,27 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         ][:64],
         "feeding_thread_count": int(threads.size),
         "feeding_threads_from": source,
-        "by_cause": {c: int(split.totals[i]) for i, c in enumerate(CAUSES)},
+        "by_cause": {**{c: int(split.totals[i]) for i, c in enumerate(CAUSES)}, QUEUED: queued_ns},
         "sync_copy_ns": split.sync_copy_ns,
-        "after_sync": {
-            "count": int(split.starts_in_sync.sum()),
-            "idle_ns": int(lengths[split.starts_in_sync].sum()),
-        },
+        "after_sync": {"count": int(split.starts_in_sync.sum()), "idle_ns": in_sync_idle},
         "late_launch": {"count": int(late.sum()), "idle_ns": int(lengths[late].sum())},
+        "queued": {"count": int(queued.sum()), "idle_ns": queued_ns},
         "largest": [
             {
                 "start_ns": int(gs[i]),
                 "duration_ns": int(lengths[i]),
-                "by_cause": {c: int(split.chosen[k, j]) for j, c in enumerate(CAUSES)},
+                "by_cause": _gap_by_cause(split.chosen, int(top_rows[k]), int(queued_lengths[i])),
             }
             for k, i in enumerate(top)
         ],
     }
+
+
+def _gap_by_cause(chosen: np.ndarray, row: int, queued: int) -> dict[str, int]:
+    """One of the largest gaps' split: its host part's row of the host split (row -1: it has none), and its
+    `queued` part."""
+    host = {c: (int(chosen[row, j]) if row >= 0 else 0) for j, c in enumerate(CAUSES)}
+    return {**host, QUEUED: queued}
 
 
 def thread_row_mask(trace: Trace, threads: np.ndarray, among: np.ndarray | None = None) -> np.ndarray:
@@ -439,20 +543,23 @@ def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, n
         chosen[threads] = True
         mine = chosen[rows.thread]
         activity = intervals.merge(rows.starts(mine), rows.ends(mine))
-        return intervals.subtract(busy.gap_starts, busy.gap_ends, *activity)
+        # the gaps' host parts (their `queued` rest is no host's)
+        host_end = _host_part_ends(trace, busy, _late_launch(trace, busy))
+        kept = host_end > busy.gap_starts
+        return intervals.subtract(busy.gap_starts[kept], host_end[kept], *activity)
 
     return memo(trace, _unexplained_key(busy.device), compute)
 
 
 def gap_attribution(trace: Trace) -> dict[str, Any]:
     devices = [device_attribution(trace, b) for b in device_busy(trace).values()]
-    totals = {c: sum(d["by_cause"][c] for d in devices) for c in CAUSES}
+    totals = {c: sum(d["by_cause"][c] for d in devices) for c in IDLE_CAUSES}
     gpus = busy_gpu_equivalents(device_busy(trace)) if devices else 0.0  # GPU-time weighted per GPU
     return {
-        "priority": list(CAUSES),
+        "priority": list(IDLE_CAUSES),
         "devices": devices,
         "total_by_cause": totals,
-        "mean_by_cause": {c: (totals[c] / gpus if gpus else 0.0) for c in CAUSES},
+        "mean_by_cause": {c: (totals[c] / gpus if gpus else 0.0) for c in IDLE_CAUSES},
         "sync_copy_ns": sum(d["sync_copy_ns"] for d in devices),
     }
 

@@ -11,6 +11,10 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
                                     by correlation id: the GPU side starts late (blocking from BLOCKING_SHARE on)
     kernel_launches_without_kernels kernel launch calls and GPU ops, none of them a kernel: the kernel side is lost
                                     (blocking)
+    gpu_ops_without_duration        >= BLOCKING_SHARE of the GPU ops are zero-length (a missing or negative `dur`, a
+                                    lost end timestamp): their busy time is lost (blocking)
+    gpu_clock_skew                  > CLOCK_SKEW_SHARE of the matched GPU ops start before their launch call began:
+                                    the GPU's clock is not the host's (blocking; the launch-timing checks skipped)
     gpu_activity_without_launches   GPU ops and no host API call at all, or >= UNMATCHED_SHARE of the GPU ops
                                     with a correlation id match no host API call
     missing_correlation_ids         >= MISSING_ID_SHARE of the GPU ops (or of the launch calls) carry no
@@ -61,6 +65,8 @@ KINDS = (
     "launches_without_gpu_activity",
     "launches_before_gpu_activity",
     "kernel_launches_without_kernels",
+    "gpu_ops_without_duration",
+    "gpu_clock_skew",
     "gpu_activity_without_launches",
     "missing_correlation_ids",
     "dropped_events",
@@ -143,6 +149,63 @@ OVERHEAD_FIX = {
 }
 
 
+DURATION_FIX = {
+    "pytorch": "The GPU ops' durations are missing or negative (lost end timestamps; a trace rewritten by another "
+    "tool may drop `dur`): analyse the profiler's own output, or record the GPU side again with a current torch "
+    "(torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]); Kineto guards negative "
+    "durations since pytorch/kineto#646).",
+    "default": "The GPU ops' durations are missing or negative (lost end timestamps): analyse the profiler's own "
+    "output, or record again.",
+}
+
+
+CLOCK_FIX = {
+    "pytorch": "The GPU's timestamps are not on the host's clock (GPU ops start before their launch calls): record "
+    "again with a current torch (torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]); "
+    "Kineto aligns the CUPTI and roctracer clocks to the host's, pytorch/kineto#991, #1082), and analyse the "
+    "profiler's own output, not a trace whose GPU rows another tool shifted.",
+    "default": "The GPU's timestamps are not on the host's clock (GPU ops start before their launch calls): update "
+    "the profiler, and analyse its own output.",
+}
+CLOCK_SKEW_SHARE = 0.5  # of the matched GPU ops: more than this start before their launch call began
+
+
+def _calls_of(
+    cols: EventColumns, gpu: np.ndarray, gpu_ids: np.ndarray, api_mask: np.ndarray, api_ids: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(matched, op start, call start) of the GPU rows ``gpu``: each matched to the earliest API call with its id."""
+    calls = np.flatnonzero(api_mask)[api_ids >= 0]
+    ids, starts = api_ids[api_ids >= 0], cols.start[calls]
+    order = np.lexsort((starts, ids))
+    ids, starts = ids[order], starts[order]
+    first = np.ones(ids.size, bool)
+    first[1:] = ids[1:] != ids[:-1]
+    ids, starts = ids[first], starts[first]
+    at = np.minimum(np.searchsorted(ids, gpu_ids), max(ids.size - 1, 0))
+    matched = (gpu_ids >= 0) & (ids[at] == gpu_ids) if ids.size else np.zeros(gpu_ids.size, bool)
+    call_start = starts[at] if ids.size else np.zeros(gpu_ids.size, np.int64)
+    return matched, cols.start[gpu], call_start
+
+
+def _clock_skew(matched: np.ndarray, start: np.ndarray, call_start: np.ndarray) -> dict[str, Any] | None:
+    """Evidence of a GPU clock off the host's: more than CLOCK_SKEW_SHARE of the matched GPU ops (``matched``,
+    their ``start`` and their launch call's ``call_start``) start before their call began (a call's own op cannot);
+    None otherwise."""
+    count = int(np.count_nonzero(matched))
+    if count == 0:
+        return None
+    ahead = (call_start - start)[matched]
+    early = int(np.count_nonzero(ahead > 0))
+    if early <= CLOCK_SKEW_SHARE * count:
+        return None
+    return {
+        "matched_gpu_ops": count,
+        "before_their_call": early,
+        "share": early / count,
+        "median_ahead_ns": int(np.median(ahead[ahead > 0])),
+    }
+
+
 def recorder(trace: Trace) -> str:
     """Which profiler's instructions apply: ``pytorch``, ``nsys``, ``tensorflow``, ``jax`` or ``default``."""
     meta = trace.metadata
@@ -205,6 +268,19 @@ def judge(trace: Trace) -> dict[str, Any]:
     problems: list[dict[str, Any]] = []
     evidence: dict[str, Any]
 
+    # GPU ops that start before the call that launched them began: impossible on one clock. Where most matched ops
+    # do, the GPU's timestamps are on another clock (roctracer's static offset, pytorch/kineto#991 and #1082; a
+    # corrupt CUPTI record, pytorch/pytorch#192021), and every comparison of host and GPU times is off: the
+    # checks below that compare them (launches after the last GPU op, before the first) would name a lost GPU side.
+    if joined and pairs is not None:
+        skew = _clock_skew(pairs["matched"], pairs["start"], pairs["launch_start"])
+    elif gpu is not None and gpu_ids is not None:  # (GPU ops without a device: matched here by id)
+        skew = _clock_skew(*_calls_of(cols, gpu, gpu_ids, api_mask, api_ids))
+    else:
+        skew = None
+    if skew is not None:
+        problems.append(_problem("gpu_clock_skew", True, skew, _fix(CLOCK_FIX, who)))
+
     if gpu_count == 0 and launch_count == 0:
         evidence = {
             "host_events": int(host.sum()) if host is not None else 0,
@@ -220,7 +296,7 @@ def judge(trace: Trace) -> dict[str, Any]:
             else _fix(GPU_SIDE_FIX, who) + CPU_ONLY_NOTE
         )
         problems.append(_problem("no_gpu_activity", True, evidence, fix))
-    elif launch_count:
+    elif launch_count and skew is None:
         last_gpu_end = window[1] if window is not None else None
         after = (
             _launches_from(trace, cols, api_mask, is_launch, last_gpu_end)
@@ -260,7 +336,7 @@ def judge(trace: Trace) -> dict[str, Any]:
         # from the copies alone (a "100% busy" GPU) would be made on missing evidence
         kernel_calls = int(np.count_nonzero(code_mask(api_names[is_launch], cols.names, is_kernel_launch)))
     del api_names
-    if window is not None and launch_count and with_id_count and not kernel_calls:
+    if window is not None and launch_count and with_id_count and not kernel_calls and skew is None:
         late = _late_start(trace, cols, api_mask, is_launch & has_call_id, api_ids, gpu_ids, window[0])
         if late is not None and late / launch_count >= LOST_SHARE:
             evidence = {
@@ -277,6 +353,22 @@ def judge(trace: Trace) -> dict[str, Any]:
     if kernel_calls:
         evidence = {"kernel_launch_calls": kernel_calls, "kernels": 0, "gpu_ops": gpu_count}
         problems.append(_problem("kernel_launches_without_kernels", True, evidence, _fix(GPU_SIDE_FIX, who)))
+
+    if gpu_count:
+        # GPU ops without a length: a missing or negative duration (read as 0) leaves no busy time, and a GPU side
+        # whose ops are mostly such would read as an idle GPU, its idle blamed on the host ("host_launch_overhead
+        # 99.7%" on a trace whose kernels all had negative durations). Real traces: at most 2.3% (the 2021 V100
+        # trace's sub-µs memsets rounded to integer µs).
+        if joined and pairs is not None:
+            zero = int(np.count_nonzero(pairs["end"] <= pairs["start"]))
+        else:
+            assert gpu is not None
+            zero = int(np.count_nonzero(cols.end[gpu] <= cols.start[gpu]))
+        # Reported only from BLOCKING_SHARE: a sub-µs op of an integer-µs trace (<= 2021) is zero-length too, so
+        # a smaller share is no evidence of lost timestamps.
+        if zero / gpu_count >= BLOCKING_SHARE:
+            evidence = {"gpu_ops": gpu_count, "zero_length": zero, "share": zero / gpu_count}
+            problems.append(_problem("gpu_ops_without_duration", True, evidence, _fix(DURATION_FIX, who)))
 
     if gpu_ids is not None:
         has_id = gpu_ids >= 0

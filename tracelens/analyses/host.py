@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, Trace
+from ..trace import ALL_KINDS, GPU_ACTIVITY_KINDS, GPU_ANNOTATION, GPU_SYNC, PYTHON, Trace
 from ..values import distinct, first_seen_codes, first_seen_sums
 from .columns import event_columns, thread_key
 from .kinds import kind_mask
@@ -153,6 +153,7 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         {"kind": ALL_KINDS[k], "count": int(kind_count[k]), "total_ns": int(kind_total[k])}
         for k in sorted(np.flatnonzero(kind_count), key=lambda k: ALL_KINDS[k])
     ]
+    totals = totals - _nested_overlap(cols, pairs, width)
     pair_kind, pair_name = pairs // width, pairs % width - 1
     labels = _labels(cols.names, pair_name)
     top, folded = _top_by_template(pair_kind, labels, totals, counts, top_n)
@@ -164,6 +165,56 @@ def host_summary(trace: Trace, top_n: int = TOP_N) -> dict[str, Any]:
         "thread_bootstrap_rows": folded,
         "has_gpu_activity": has_gpu,
     }
+
+
+# The kinds whose rows nest inside rows of their own name on one thread: Python frames (a recursive call; torch's
+# module ``_call_impl`` inside ``_call_impl`` on every nested module, as with_stack=True records it).
+RECURSIVE_KINDS = (PYTHON,)
+
+
+def _nested_overlap(cols: Any, pairs: np.ndarray, width: int) -> np.ndarray:
+    """Per (kind, name) slot of ``pairs``: the time its rows of RECURSIVE_KINDS cover more than once on a thread
+    (Σ durations − the union of its rows' intervals per thread), so that the slot's total less this is the time the
+    name held its threads, not its frames summed: _call_impl's rows summed to 21.8 ms in a 4.87 ms host span on two
+    threads. Rows sorted by (thread, name, start); a row adds the part of it past the latest end of the rows of its
+    group before it (nested rows add nothing)."""
+    out = np.zeros(pairs.size, np.int64)
+    codes = [ALL_KINDS.index(k) for k in RECURSIVE_KINDS]
+    rows = np.flatnonzero(np.isin(cols.kind, codes))
+    if rows.size < 2:
+        return out
+    name, start, end = cols.name[rows], cols.start[rows], cols.end[rows]
+    end = np.maximum(end, start)
+    thread = thread_key(cols.pid[rows], cols.tid[rows])
+    order = np.lexsort((start, name, thread, cols.kind[rows]))
+    kind, name, thread = cols.kind[rows][order], name[order], thread[order]
+    start, end = start[order], end[order]
+    del order, rows
+    new_group = np.ones(start.size, bool)
+    new_group[1:] = (kind[1:] != kind[:-1]) | (name[1:] != name[:-1]) | (thread[1:] != thread[:-1])
+    group = np.cumsum(new_group) - 1
+    # the running latest end within each group: ends shifted by the group so that one running maximum never carries
+    # an end from one group into the next (groups x (span + 1) stays far below 2**63 for any real trace)
+    low, span = int(start.min()), int(end.max() - start.min()) + 1
+    if int(group[-1]) + 1 > (2**62) // span:  # pragma: no cover - beyond any trace: left as summed
+        return out
+    shift = group * span - low
+    running = np.maximum.accumulate(end + shift) - shift
+    before = np.empty_like(running)
+    before[0] = np.iinfo(np.int64).min
+    before[1:] = running[:-1]
+    before[new_group] = np.iinfo(np.int64).min
+    counted = end - np.maximum(start, np.minimum(before, end))
+    repeated = (end - start) - counted
+    at = np.flatnonzero(repeated)
+    if at.size == 0:
+        return out
+    slot = kind[at].astype(np.int64) * width + name[at] + 1
+    # each slot's position among the pairs (ascending in the dense path, in order of first appearance otherwise)
+    ascending = np.argsort(pairs, kind="stable")
+    position = ascending[np.searchsorted(pairs[ascending], slot)]
+    np.add.at(out, position, repeated[at])
+    return out
 
 
 def _top_by_template(

@@ -10,10 +10,10 @@ Definitions (docs/analyses.md, "launch"):
                       count_share = their number / all kernels
     issue rate      = launch calls that enqueued a GPU op / (last such call end - first such call start), per s
     execution rate  = GPU ops / device busy time, per second; issue_to_execution = the ops the launch calls
-                      enqueued per second (one per call, all of its graph's for a graph launch) / execution
+                      enqueued per second (one per call, all of its graph's for a graph launch) / (execution
+                      rate x n_eff, the GPUs running at once); null where most GPU ops have no launch call
     queue depth     = per stream, ops launched and not finished: +1 at the launch call end, -1 at the GPU op
-                      end (at equal times the -1 first); max and time-weighted mean over
-                      [first launch end, last op end)
+                      end (at equal times the -1 first); max and time-weighted mean over [first launch end, last op end)
     CUDA graphs     = (cuda|hip|cu)GraphLaunch calls, GPU ops with graph_id
 """
 
@@ -34,6 +34,7 @@ from .columns import (
     LazyColumn,
     Table,
     api_calls,
+    busy_gpu_equivalents,
     device_busy,
     dictionary_codes,
     event_columns,
@@ -512,9 +513,8 @@ def _depth_by_lexsort(
 
 
 def launch_stats(trace: Trace) -> dict[str, Any]:
-    # Each figure's arrays (row selections of the 6.6M GPU ops of the x1512 benchmark export, and the columns
-    # they gather) are let go once it is computed, before the next figure's: a few of them live at once, not all;
-    # but the matched ops' columns, read by several, are gathered once (launch_pairs: held lean, gathered on read).
+    # Each figure's arrays (row selections of the 6.6M GPU ops of the x1512 export, the columns they gather) go once
+    # it is computed: a few live at once; the matched ops' columns, read by several, are gathered once.
     pairs = launch_pairs(trace)
     matched = matched_ops(pairs)
     matched_count = len(matched)
@@ -531,11 +531,12 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
     depth = _matched_queue_depth(matched)
     del matched
     busy = device_busy(trace)
-    total_busy = sum(b.busy_ns for b in busy.values())
+    total_busy, gpus = sum(b.busy_ns for b in busy.values()), busy_gpu_equivalents(busy)
     issue_rate = calls / (issue_span / 1e9) if issue_span > 0 else None
     exec_rate = len(pairs) / (total_busy / 1e9) if total_busy > 0 else None
-    # the ops the calls enqueued per second: one per call, but a graph launch enqueues every op of its graph
     ops_issue_rate = matched_count / (issue_span / 1e9) if issue_span > 0 else None
+    joint = exec_rate * gpus if exec_rate and 2 * matched_count > len(pairs) else None
+    issue_to_execution = ops_issue_rate / joint if ops_issue_rate and joint else None
 
     # Nsight gives a graph's kernels a graph id; Kineto gives them the graph launch's correlation id instead.
     graph_calls, by_graph_launch = graph_launches(event_columns(trace), pairs)
@@ -553,7 +554,8 @@ def launch_stats(trace: Trace) -> dict[str, Any]:
             "issue_per_s": issue_rate,
             "gpu_busy_ns": int(total_busy),
             "execution_per_s": exec_rate,
-            "issue_to_execution": (ops_issue_rate / exec_rate) if ops_issue_rate and exec_rate else None,
+            "gpus": gpus,
+            "issue_to_execution": issue_to_execution,
         },
         "queue_depth": depth,
         "cuda_graphs": {

@@ -34,6 +34,9 @@ INPUT = "input"
 LAUNCH = "launch"
 CPU = "cpu"
 NOTHING = "nothing"
+# Gap time whose next GPU op was already queued (its launch call had returned before the gap began): the GPU's own
+# gaps, not split among the host's categories (attribution.py).
+QUEUED = "queued"
 HOST_CATEGORY_PRIORITY: tuple[str, ...] = (STARTUP, SYNC, INPUT, LAUNCH, CPU)
 CAUSES: tuple[str, ...] = (*HOST_CATEGORY_PRIORITY, NOTHING)
 

@@ -208,6 +208,7 @@ class AttributionDevice(TypedDict):
     sync_copy_ns: int
     after_sync: IdleGaps
     late_launch: IdleGaps
+    queued: IdleGaps
     largest: list[AttributedGap]
 
 
@@ -250,6 +251,7 @@ class LaunchRates(TypedDict):
     issue_per_s: float | None
     gpu_busy_ns: int
     execution_per_s: float | None
+    gpus: float
     issue_to_execution: float | None
 
 

@@ -552,6 +552,8 @@ NOT_MODELED_REASONS = {
     "multi_gpu_imbalance": "the trace does not say which work could move between devices (how the batch or the "
     "model is split), so there is no graph change that balances it; the collective edges "
     "replay what a straggler costs the others, not how to remove it",
+    "queued_gaps": "the replay keeps the GPU's gaps between ops it already had queued (at the device's median): "
+    "no graph change removes them",
     "unexplained_idle": "no recorded cause: nothing in the graph to change",
 }
 NOT_MODELED = tuple(NOT_MODELED_REASONS)

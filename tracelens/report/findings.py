@@ -67,6 +67,7 @@ ESTIMATE_REASONS = {
     "no_change": "the replay's model of its fix finds nothing of it to change here",
     "other_remedy": "its fix is not the one the replay models",
     "one_time": "profiling after warm-up removes exactly that one-time time",
+    "unlaunched": "the replay cannot tie most GPU ops to a launch call, so it cannot move them",
 }
 
 

@@ -825,14 +825,16 @@ def _launch(doc: Document) -> Lines:
         issue, execution = rates.get("issue_per_s"), rates.get("execution_per_s")
         ratio = rates.get("issue_to_execution")
         # the ratio compares the GPU ops the calls enqueued: more than one per call where graph launches are
-        issued = ratio * execution if ratio is not None and execution else None
+        gpus = rates.get("gpus") or 1.0  # (the ratio is against the GPUs' joint rate)
+        issued = ratio * execution * gpus if ratio is not None and execution else None
         per_call = (
             f" (GPU ops enqueued {fmt_rate(issued)})"
             if issued is not None and issue and abs(issued - issue) > 0.01 * issue
             else ""
         )
+        joint = f" per GPU x {gpus:.2f} GPUs" if abs(gpus - 1) > 0.005 else ""
         lines.append(
-            f"- Launch rate {fmt_rate(issue)}{per_call} vs execution rate {fmt_rate(execution)} (ratio "
+            f"- Launch rate {fmt_rate(issue)}{per_call} vs execution rate {fmt_rate(execution)}{joint} (ratio "
             f"{fmt_ratio(ratio)})"
         )
     if graphs:

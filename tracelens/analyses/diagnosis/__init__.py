@@ -47,6 +47,7 @@ from . import (
     memcpy,
     multi_gpu_imbalance,
     none,
+    queued_gaps,
     ranking,
     startup,
     synchronization,
@@ -72,6 +73,7 @@ CAUSES: tuple[Cause, ...] = (
     low_occupancy.CAUSE,
     multi_gpu_imbalance.CAUSE,
     communication.CAUSE,
+    queued_gaps.CAUSE,
     unexplained_idle.CAUSE,
 )
 CAUSE_NAMES: tuple[str, ...] = tuple(c.name for c in CAUSES)

@@ -271,7 +271,7 @@ def _top_host_names_of(
         total += np.bincount(slot, weights=duration, minlength=total.size)
         del slot, duration
     return {
-        category: _top_of(
+        category: top_of(
             names, count[i * width + 1 : (i + 1) * width], total[i * width + 1 : (i + 1) * width], limit
         )
         for i, category in enumerate(categories)
@@ -337,10 +337,10 @@ def _top_host_names(trace: Trace, category: str, limit: int) -> list[dict[str, A
         count += np.bincount(slot, minlength=count.size)
         total += np.bincount(slot, weights=duration, minlength=total.size)
         del slot, duration
-    return _top_of(names, count[1:], total[1:], limit)
+    return top_of(names, count[1:], total[1:], limit)
 
 
-def _top_of(names: np.ndarray, count: np.ndarray, total: np.ndarray, limit: int) -> list[dict[str, Any]]:
+def top_of(names: np.ndarray, count: np.ndarray, total: np.ndarray, limit: int) -> list[dict[str, Any]]:
     """The names with the most summed time (``count``, ``total``: per name code), most first, ties by code."""
     codes = np.flatnonzero(count)
     if codes.size == 0:

@@ -118,12 +118,29 @@ def _overhead(ev: dict[str, Any]) -> str:
     return "the profiler's own work inflates host time" + (": " + "; ".join(parts) if parts else "")
 
 
+def _no_duration(ev: dict[str, Any]) -> str:
+    return (
+        f"{ev.get('zero_length', 0):,} of {ev.get('gpu_ops', 0):,} GPU ops ({fmt_pct(ev.get('share'))}) have no "
+        "duration (a missing or negative dur): their busy time is lost"
+    )
+
+
+def _clock_skew(ev: dict[str, Any]) -> str:
+    return (
+        f"{ev.get('before_their_call', 0):,} of {ev.get('matched_gpu_ops', 0):,} GPU ops "
+        f"({fmt_pct(ev.get('share'))}) start before the call that launched them began (by "
+        f"{fmt_ns(ev.get('median_ahead_ns'))} at the median): the GPU's timestamps are not on the host's clock"
+    )
+
+
 # One clause per completeness problem kind (``completeness.problems[].kind``).
 PROBLEM_CLAUSES: dict[str, Callable[[dict[str, Any]], str]] = {
     "no_gpu_activity": _no_gpu,
     "launches_without_gpu_activity": _lost_gpu,
     "launches_before_gpu_activity": _late_gpu,
     "kernel_launches_without_kernels": _lost_kernels,
+    "gpu_ops_without_duration": _no_duration,
+    "gpu_clock_skew": _clock_skew,
     "gpu_activity_without_launches": _no_launches,
     "missing_correlation_ids": _ids,
     "dropped_events": _dropped,

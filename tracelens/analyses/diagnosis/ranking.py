@@ -27,7 +27,10 @@ One rule says which figure ranks a cause (``rank_basis``):
   (``no_change``: the lost time is of a kind the modeled fix does not touch, e.g. copies that are pinned and
   asynchronous already), the evidence calls for a fix the model does not represent (``other_remedy``:
   ``Cause.unreplayed``), or the cause is one-time work (``one_time``: ``Cause.ranked_by_gain``; start-up's fix
-  takes it out of the window, exactly its lost time; its replay prediction over the span is still reported).
+  takes it out of the window, exactly its lost time; its replay prediction over the span is still reported), or
+  none of those and the replay could tie at most half of the GPU ops to a launch call (``unlaunched``: it keeps an
+  op without one at its recorded start, so a fix that moves host work moves none of them, and its gain there is
+  no evidence).
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ NOT_MODELED = "not_modeled"
 NO_CHANGE = "no_change"
 OTHER_REMEDY = "other_remedy"
 ONE_TIME = "one_time"
-GAIN_REASONS = (NO_REPLAY, SHORT_WINDOW, NOT_MODELED, NO_CHANGE, OTHER_REMEDY, ONE_TIME)
+UNLAUNCHED = "unlaunched"
+GAIN_REASONS = (NO_REPLAY, SHORT_WINDOW, NOT_MODELED, NO_CHANGE, OTHER_REMEDY, ONE_TIME, UNLAUNCHED)
 # rank_basis values: the key is the replay's prediction (capped by lost time), or the lost-time estimate
 PREDICTED = "predicted"
 ESTIMATED = "estimated"
@@ -86,7 +90,20 @@ def _reason(
         return OTHER_REMEDY
     if cause is not None and not cause.ranked_by_gain:
         return ONE_TIME
+    if _mostly_unlaunched(whatif["replay_error"]):
+        return UNLAUNCHED
     return None
+
+
+def _mostly_unlaunched(replay_error: dict[str, Any]) -> bool:
+    """Whether at least half of the replayed GPU ops have no launch call (kernels without a correlation id: some
+    ROCm and GPU-only exports, windows cut from a longer capture). The replay pins such an op at its recorded
+    start, so a fix that moves host work moves none of them: its predicted gain there is no evidence of anything
+    (a host-bound trace whose kernels lost their ids had its 77% launch overhead "saving 1%", and a 0.1% copy
+    named the primary cause)."""
+    ops = replay_error.get("gpu_ops") or 0
+    unlaunched = replay_error.get("unlaunched_gpu_ops") or 0
+    return ops > 0 and 2 * unlaunched >= ops
 
 
 def with_gain(finding: Finding, cause: Cause | None, whatif: dict[str, Any] | None, span: int) -> Finding:
@@ -95,7 +112,7 @@ def with_gain(finding: Finding, cause: Cause | None, whatif: dict[str, Any] | No
     remedy = remedies.get(finding["cause"])
     reason = _reason(cause, finding, whatif, span, remedy)
     share = basis = step = None
-    if remedy is not None and reason not in (NO_REPLAY, SHORT_WINDOW):
+    if remedy is not None and reason not in (NO_REPLAY, SHORT_WINDOW, UNLAUNCHED):
         # one-time work is outside the steady step by construction: its prediction is over the span
         steps = int(((whatif or {}).get("replay_error") or {}).get("steps") or 0) if reason != ONE_TIME else 0
         share, basis, step = _prediction(remedy, steps)

@@ -36,7 +36,9 @@ def feeding(sources: Any) -> str:
     found = set(sources or ())
     if not found or found == {"correlation"}:
         return "its launching thread"
-    if found <= {"correlation", "process"}:
+    if found <= {"correlation", "launch_calls"}:
+        return "the threads that made launch calls (no correlation id ties a call to its op)"
+    if found <= {"correlation", "launch_calls", "process"}:
         return "the host threads of its process (no correlation id names the launching one)"
     return "the host threads (no correlation id names the launching one)"
 

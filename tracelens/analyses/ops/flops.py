@@ -398,12 +398,17 @@ def compute_report(trace: Trace) -> dict[str, Any]:
             ideal_s += flops / (row.flops_per_s * len(busy))
             sources.append(f"{row.dtype}: {row.source}")
     peak_total = total / ideal_s
-    out.update(
-        peak_flops_per_s=peak_total,
-        peak_source="; ".join(sources),
-        mfu=total / (span / 1e9 * peak_total),
-        mfu_is_lower_bound=out["coverage"] is None or out["coverage"] < MFU_COVERAGE,
-    )
+    out.update(peak_flops_per_s=peak_total, peak_source="; ".join(sources))
+    mfu = total / (span / 1e9 * peak_total)
+    if mfu > 1:
+        # more work than the GPUs can do at their dense peak in the span: the counted ops' kernels are not (all)
+        # in it (lost, on a device the trace does not name, or a window cut around them), or they ran 2:4-sparse
+        out["reason"] = (
+            f"the counted FLOPs exceed what the GPUs can do at peak in their span (MFU {mfu:.3g}): the counted "
+            "ops' kernels are not all in the trace's GPU span"
+        )
+        return out
+    out.update(mfu=mfu, mfu_is_lower_bound=out["coverage"] is None or out["coverage"] < MFU_COVERAGE)
     return out
 
 

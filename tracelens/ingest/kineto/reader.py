@@ -23,6 +23,7 @@ from .prepare import prepare_block
 from .row_chunks import in_chunks, row_chunks
 from .shared_steps import SharedSteps
 from .split import EventsText, split_stream
+from .stream_order import cut_impossible_ends, drop_untimed_gpu_ops
 from .table import Columns
 from .threads import pool, thread_budget
 
@@ -102,7 +103,8 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
     columns = Columns(path)
     document: dict[str, Any] = {}
     _add_blocks(columns, document, path, engine, json_bytes, size, block_bytes, workers)
-    return columns.finish(document)
+    # ends a stream's order rules out (a lost end timestamp) cut, with a warning: stream_order.py
+    return cut_impossible_ends(drop_untimed_gpu_ops(columns.finish(document)))
 
 
 def _add_blocks(
