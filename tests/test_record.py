@@ -232,6 +232,10 @@ def test_the_profiled_program_gets_the_users_blas_setting(
     # as one_thread leaves it in a CLI process (numpy is imported in this one: one_thread would set nothing)
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
     monkeypatch.setattr(process, "_set_here", True)
-    program = [sys.executable, "-c", "import os; print('BLAS=' + str(os.environ.get('OPENBLAS_NUM_THREADS')))"]
+    program = [
+        sys.executable,
+        "-c",
+        "import os; print('BLAS=' + str(os.environ.get('OPENBLAS_NUM_THREADS')))",
+    ]
     record_and_analyze(program, tmp_path / "out")
     assert "BLAS=None" in capfd.readouterr().err

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .process import user_environment
 from .errors import InputError, ToolMissingError, UsageError
+from .process import user_environment
 
 NSYS_TRACE = "cuda,nvtx,osrt,cudnn,cublas"
 

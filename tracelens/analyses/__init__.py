@@ -235,6 +235,7 @@ MEMO_READERS: dict[str, frozenset[str]] = {
         "host_categories": ("steps", "attribution", "whatif", "diagnosis"),
         "one_time_work": ("steps", "attribution", "whatif", "diagnosis"),
         "host_rows": ("steps", "attribution"),  # and the diagnosis, which computes it again: RECOMPUTED
+        "feeding_name_sums": ("attribution", "diagnosis"),
         "unexplained_intervals": ("attribution", "diagnosis"),
         # the diagnosis reads the few ops it names, which the ops section finds (ops.diagnosis_ops), not these
         "op_names": ("ops",),

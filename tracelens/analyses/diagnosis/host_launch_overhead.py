@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...trace import Trace
 from ...units import fmt_ns, fmt_pct
 from .. import ops
-from ..attribution import feeding_threads, host_rows
+from ..attribution import feeding_name_sums
+from ..columns import event_columns
 from ..completeness import python_events
 from ..launch import SMALL_KERNEL_NS
-from ..names import CPU, HOST_CATEGORY_PRIORITY, LAUNCH
+from ..names import CPU, LAUNCH
 from .cause import TOP_NAMES, Cause, Context, Evidence, top_host_names, top_of
 from .wording import feeding, gpu, mean_note, quote, worst
 
@@ -97,32 +96,16 @@ def remedy(
     return "small_kernels"
 
 
-# Up to this many host rows the feeding threads' top names are summed (a pass over the host rows); beyond (an Nsight
-# export's tens of millions of NVTX and API rows), the trace-wide top found ahead stands.
-FEEDING_TOP_ROWS = 1 << 22
-
-
 def _on_feeding_threads(ctx: Context, category: str) -> list[dict[str, Any]] | None:
-    """The top names of ``category`` on the GPUs' feeding threads only, where some host thread feeds none (a
-    serving trace's API-server process, a tqdm monitor): the trace-wide top (``top_host_names``, memoized, found
-    ahead) named "uvicorn/server.py(60): serve" of another process as the launching thread's host time. None where
-    every host thread feeds a GPU (the trace-wide top is theirs), or beyond FEEDING_TOP_ROWS host rows."""
-    rows = host_rows(ctx.trace)
-    if rows.row.size > FEEDING_TOP_ROWS:
+    """The top names of ``category`` on the GPUs' feeding threads only (attribution.feeding_name_sums), where some
+    host thread feeds none: the trace-wide top (``top_host_names``, memoized, found ahead) named
+    "uvicorn/server.py(60): serve" of another process as the launching thread's host time. None where the
+    trace-wide top stands (every host thread feeds a GPU, or too many host rows)."""
+    sums = feeding_name_sums(ctx.trace)
+    if sums is None:
         return None
-    chosen = np.zeros(len(rows.threads), bool)
-    for device in ctx.attribution:  # a loop over devices
-        chosen[feeding_threads(ctx.trace, device)[0]] = True
-    if chosen.all() or not chosen.any():
-        return None
-    mine = chosen[rows.thread] & (rows.category == HOST_CATEGORY_PRIORITY.index(category))
-    names = rows.names(mine)
-    slot = names.astype(np.intp) + 1  # slot 0: rows without a name
-    duration = rows.ends(mine) - rows.starts(mine)
-    size = len(rows.cols.names) + 1
-    count = np.bincount(slot, minlength=size)
-    total = np.bincount(slot, weights=duration, minlength=size)
-    return top_of(rows.cols.names, count[1:], total[1:], TOP_NAMES)
+    count, total = sums[category]
+    return top_of(event_columns(ctx.trace).names, count[1:], total[1:], TOP_NAMES)
 
 
 def evidence(ctx: Context) -> Evidence:
