@@ -20,6 +20,18 @@ from tracelens.trace import Trace
 from tracelens.values import int_or_none
 
 
+def _under_filled(trace: Trace, occ: occupancy_module._KernelOccupancy) -> np.ndarray:
+    """Launches with fewer grid blocks than their GPU has SMs (docs/occupancy.md), whether or not their occupancy
+    was computed; a launch without a grid, device or (positive) SM count is not under-filled."""
+    sm_count = np.full(occ.device.size, np.nan)
+    for device in np.unique(occ.device[np.isfinite(occ.device)]):  # a loop over devices
+        count = trace.device_info(int(device)).get("sm_count")
+        if count and count > 0:
+            sm_count[occ.device == device] = count
+    with np.errstate(invalid="ignore"):
+        return occ.grid / sm_count < 1  # NaN compares False
+
+
 def reference_top_kernels(
     trace: Trace, occ: occupancy_module._KernelOccupancy, occupancy: np.ndarray, lost: np.ndarray
 ) -> list[dict[str, Any]]:
@@ -63,7 +75,11 @@ def reference_top_kernels(
     summary["waves_x_dur"] = summed((occ.waves * occ.duration)[keep])
     summary["fill_x_dur"] = summed(occ.sm_fill()[keep] * duration)
     summary["grid_x_dur"] = summed(occ.grid[keep] * duration)
-    summary["under_count"] = np.bincount(group, weights=(occ.blocks_per_sm < 1)[keep], minlength=groups)
+    # each mean over the launches where the figure was computed (an AMD GPU's, with no register count: none)
+    summary["occ_dur"] = summed(np.where(np.isfinite(occupancy), occ.duration, 0.0)[keep])
+    summary["theo_dur"] = summed(np.where(np.isfinite(occ.theoretical), occ.duration, 0.0)[keep])
+    summary["waves_dur"] = summed(np.where(np.isfinite(occ.waves), occ.duration, 0.0)[keep])
+    summary["under_count"] = np.bincount(group, weights=_under_filled(trace, occ)[keep], minlength=groups)
     # one configuration on one device: same shape, same limit (the first launch's values)
     summary["shape_limited"] = occ.shape_limited[keep][first]
     summary["shape"] = occ.shape[keep][first]
@@ -82,10 +98,16 @@ def reference_top_kernels(
                 "lost_ns": int(round(row.lost_ns)),
                 "sm_fill": occupancy_module._json_float(row.fill_x_dur / total) if total > 0 else None,
                 "grid_blocks": occupancy_module._json_float(row.grid_x_dur / total) if total > 0 else None,
-                "occupancy": occupancy_module._json_float(row.occ_x_dur / total) if total > 0 else None,
-                "theoretical": occupancy_module._json_float(row.theo_x_dur / total) if total > 0 else None,
+                "occupancy": occupancy_module._json_float(row.occ_x_dur / row.occ_dur)
+                if row.occ_dur > 0
+                else None,
+                "theoretical": occupancy_module._json_float(row.theo_x_dur / row.theo_dur)
+                if row.theo_dur > 0
+                else None,
                 "shape_occupancy": occupancy_module._json_float(row.shape),
-                "waves": occupancy_module._json_float(row.waves_x_dur / total) if total > 0 else None,
+                "waves": occupancy_module._json_float(row.waves_x_dur / row.waves_dur)
+                if row.waves_dur > 0
+                else None,
                 "under_filled_count": int(row.under_count),
                 "block_shape_limited": bool(row.shape_limited),
                 "limiter": LIMITER_NAMES[row.limiter] if row.limiter >= 0 else None,
@@ -103,7 +125,7 @@ def reference_report(trace: Trace) -> dict[str, Any]:
     # Basis: estimated achieved where the SM count makes it computable, otherwise theoretical.
     occupancy = np.where(np.isfinite(occ.estimated), occ.estimated, occ.theoretical)
     computed = np.isfinite(occupancy)
-    under = occ.blocks_per_sm < 1  # NaN compares False: unknown SM count never counts as under-filled
+    under = _under_filled(trace, occ)
     low = computed & (occupancy < LOW_OCCUPANCY)
     fill = occ.sm_fill()
     grid_fill = occ.sm_fill(with_shape=False)
