@@ -45,9 +45,7 @@ from .late_launch import late_flags
 from .launch import launch_pairs
 from .names import (
     CAUSES,
-    CPU,
     HOST_CATEGORY_PRIORITY,
-    LAUNCH,
     QUEUED,
     STARTUP,
     SYNC,
@@ -553,47 +551,8 @@ def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, n
     return memo(trace, _unexplained_key(busy.device), compute)
 
 
-# Up to this many host rows the feeding threads' names are summed (a pass over the host rows); beyond (an Nsight
-# export's tens of millions of NVTX and API rows), the diagnosis's trace-wide top names stand.
-FEEDING_TOP_ROWS = 1 << 22
-
-
-def feeding_name_sums(trace: Trace) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-    """Per host category (cpu, launch): each name's row count and summed time on the GPUs' feeding threads only
-    (index = name code + 1; 0: rows without a name), where some host thread feeds no GPU (a serving trace's API
-    server, a tqdm monitor); None where every host thread feeds one, none does, or beyond FEEDING_TOP_ROWS host rows.
-    Memoized by the attribution section, which holds the host rows: the diagnosis reads it (host_launch_overhead's
-    top names) without the host rows, which it would compute again (analyses.RECOMPUTED)."""
-
-    def compute() -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
-        rows = host_rows(trace)
-        if rows.row.size > FEEDING_TOP_ROWS:
-            return None
-        chosen = np.zeros(len(rows.threads), bool)
-        for busy in device_busy(trace).values():  # a loop over devices
-            chosen[feeding_threads(trace, busy.device)[0]] = True
-        if chosen.all() or not chosen.any():
-            return None
-        on_feeding = chosen[rows.thread]
-        size = len(rows.cols.names) + 1
-        sums = {}
-        for category in (CPU, LAUNCH):
-            mine = on_feeding & (rows.category == HOST_CATEGORY_PRIORITY.index(category))
-            slot = rows.names(mine).astype(np.intp) + 1
-            duration = rows.ends(mine) - rows.starts(mine)
-            sums[category] = (
-                np.bincount(slot, minlength=size),
-                np.bincount(slot, weights=duration, minlength=size),
-            )
-        return sums
-
-    found: dict[str, tuple[np.ndarray, np.ndarray]] | None = memo(trace, "feeding_name_sums", compute)
-    return found
-
-
 def gap_attribution(trace: Trace) -> dict[str, Any]:
     devices = [device_attribution(trace, b) for b in device_busy(trace).values()]
-    feeding_name_sums(trace)  # (while the host rows are held: the diagnosis reads it)
     totals = {c: sum(d["by_cause"][c] for d in devices) for c in IDLE_CAUSES}
     gpus = busy_gpu_equivalents(device_busy(trace)) if devices else 0.0  # GPU-time weighted per GPU
     return {
@@ -606,4 +565,8 @@ def gap_attribution(trace: Trace) -> dict[str, Any]:
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
-    return gap_attribution(trace)
+    from .feeding_names import feeding_name_sums  # (a module of its own that reads this one's host rows)
+
+    found = gap_attribution(trace)
+    feeding_name_sums(trace)  # (while the host rows are held: the diagnosis reads it)
+    return found

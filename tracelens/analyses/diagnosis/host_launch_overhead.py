@@ -10,9 +10,9 @@ from typing import Any
 from ...trace import Trace
 from ...units import fmt_ns, fmt_pct
 from .. import ops
-from ..attribution import feeding_name_sums
 from ..columns import event_columns
 from ..completeness import python_events
+from ..feeding_names import feeding_name_sums
 from ..launch import SMALL_KERNEL_NS
 from ..names import CPU, LAUNCH
 from .cause import TOP_NAMES, Cause, Context, Evidence, top_host_names, top_of
