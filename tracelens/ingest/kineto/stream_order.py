@@ -85,6 +85,10 @@ def cut_impossible_ends(trace: Trace) -> Trace:
     if not wanted:
         return trace
     codes = arrow_filled(kind.indices, -1)
+    # whether each kind code is a GPU op's, looked up per row (a gather: np.isin sorts each chunk); the last slot,
+    # which a null kind's -1 takes, is False
+    is_op = np.zeros(len(kind.dictionary) + 1, bool)
+    is_op[wanted] = True
     start = store.numpy("start_ns")
     end = store.numpy("end_ns")
     # First, one pass in the table's row order (by start), a chunk at a time, for any GPU op, of any stream, that
@@ -92,7 +96,7 @@ def cut_impossible_ends(trace: Trace) -> Trace:
     # below, whatever their order.)
     latest, found = np.iinfo(np.int64).min, False
     for lo in range(0, codes.size, CHUNK_ROWS):  # a loop over chunks of rows
-        e = end[lo : lo + CHUNK_ROWS][np.isin(codes[lo : lo + CHUNK_ROWS], wanted)]
+        e = end[lo : lo + CHUNK_ROWS][is_op[codes[lo : lo + CHUNK_ROWS]]]
         if e.size == 0:
             continue
         running = np.maximum.accumulate(e)
@@ -102,7 +106,7 @@ def cut_impossible_ends(trace: Trace) -> Trace:
         latest = max(latest, int(running[-1]))
     if not found:
         return trace
-    rows = np.flatnonzero(np.isin(codes, wanted))
+    rows = np.flatnonzero(is_op[codes])
     op_start, op_end = start[rows], end[rows]
     device = store.numpy("device")[rows]
     stream = store.numpy("stream")[rows]
