@@ -1,6 +1,7 @@
-"""Hand-built Nsight exports for the replay's tests: a copy of the committed handmade 2026 export
-(fixtures/nsys/handmade_nsys2026.sqlite, its schema and string ids) holding only the host calls, GPU ops,
-synchronization rows and "Command Buffer Full" overhead rows a test gives, on one thread of one process."""
+"""Hand-built Nsight exports for tests, from the committed handmade 2026 export (fixtures/nsys/handmade_nsys2026.sqlite,
+its schema and string ids): a copy with a test's SQL statements applied (:func:`edited_copy`), read back read-only
+(:func:`query`); and, for the replay's tests, a copy holding only the host calls, GPU ops, synchronization rows and
+"Command Buffer Full" overhead rows a test gives, on one thread of one process (:func:`nsys_export`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,27 @@ GLOBAL_PID = (1 << 48) + (4242 << 24)
 GLOBAL_TID = GLOBAL_PID + 4242
 KERNEL_NAME = 7  # StringIds of the handmade fixture: "void gemm<float>(const float *, float *)", short name 8
 CBF = 900  # StringIds id given to "Command Buffer Full" here
+
+
+def edited_copy(path: Path, *statements: str) -> Path:
+    """``path``: a writable copy of the handmade export with ``statements`` run on it."""
+    shutil.copy(FIXTURE, path)
+    path.chmod(0o644)
+    conn = sqlite3.connect(path)
+    for statement in statements:
+        conn.execute(statement)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def query(path: Path, sql: str) -> list[tuple]:
+    """The rows of ``sql`` over the export at ``path``, opened read-only."""
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 def nsys_export(

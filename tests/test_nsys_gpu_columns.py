@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.nsys_handmade_export import edited_copy
 from tracelens.cli import main
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "nsys" / "handmade_nsys2026.sqlite"
@@ -28,15 +28,7 @@ GPU_TABLES = ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI
 
 
 def _damaged(tmp_path: Path, *statements: str) -> Path:
-    path = tmp_path / "damaged.sqlite"
-    shutil.copy(FIXTURE, path)
-    path.chmod(0o644)
-    conn = sqlite3.connect(path)
-    for statement in statements:
-        conn.execute(statement)
-    conn.commit()
-    conn.close()
-    return path
+    return edited_copy(tmp_path / "damaged.sqlite", *statements)
 
 
 def _analyze(path: Path, capsys: pytest.CaptureFixture) -> tuple[dict, str]:

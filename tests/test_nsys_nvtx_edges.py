@@ -13,12 +13,11 @@ Built in tmp_path from the hand-built fixture; expectations from SQL over the sa
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 
+from tests.nsys_handmade_export import edited_copy, query
 from tracelens.cli import main
 from tracelens.event_names import step_number
 from tracelens.ingest import load
@@ -34,23 +33,7 @@ EVENT_TABLES = (
 
 
 def _edited(tmp_path: Path, *statements: str) -> Path:
-    path = tmp_path / "edited.sqlite"
-    shutil.copy(FIXTURE, path)
-    path.chmod(0o644)
-    conn = sqlite3.connect(path)
-    for statement in statements:
-        conn.execute(statement)
-    conn.commit()
-    conn.close()
-    return path
-
-
-def _sql(path: Path, query: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
+    return edited_copy(tmp_path / "edited.sqlite", *statements)
 
 
 def test_an_export_of_open_ranges_only_is_read(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -59,7 +42,7 @@ def test_an_export_of_open_ranges_only_is_read(tmp_path: Path, capsys: pytest.Ca
         *(f"DELETE FROM {t}" for t in EVENT_TABLES),
         'DELETE FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND "end" IS NOT NULL',
     )
-    open_ranges = _sql(path, 'SELECT start FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND "end" IS NULL')
+    open_ranges = query(path, 'SELECT start FROM NVTX_EVENTS WHERE eventType IN (59, 60) AND "end" IS NULL')
     assert open_ranges == [(1_000_066_000,)]  # still_open, the fixture's one range open at capture end
     trace = load(path)
     ranges = trace.df[trace.df.kind == "annotation"]
@@ -80,7 +63,7 @@ def test_open_ranges_after_every_end_end_at_the_last_start(tmp_path: Path) -> No
         'INSERT INTO NVTX_EVENTS (start, "end", eventType, text, globalTid, domainId) '
         "SELECT 1000050000, NULL, 59, 'earlier_open', globalTid, 0 FROM NVTX_EVENTS WHERE text = 'still_open'",
     )
-    last = _sql(path, "SELECT max(start) FROM NVTX_EVENTS WHERE eventType IN (59, 60)")[0][0]
+    last = query(path, "SELECT max(start) FROM NVTX_EVENTS WHERE eventType IN (59, 60)")[0][0]
     trace = load(path)
     ranges = trace.df[trace.df.kind == "annotation"].set_index("name")
     origin = trace.metadata.time_origin_ns

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import shared_params
 
+from tests.nsys_handmade_export import query
 from tracelens.analyses.launch import launch_pairs
 from tracelens.cli import main
 from tracelens.ingest import load
@@ -59,20 +60,12 @@ def _two_processes(tmp_path: Path, device: int) -> Path:
     return path
 
 
-def _sql(path: Path, query: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
-
-
 def test_repeated_correlation_ids_join_each_op_to_its_own_process(tmp_path: Path) -> None:
     path = _two_processes(tmp_path, device=1)
     ops = " UNION ALL ".join(f"SELECT start, correlationId, globalPid FROM {t}" for t in GPU_TABLES)
     # Each GPU op's launch call: the runtime row of its own process with its correlation id.
     expected = sorted(
-        _sql(
+        query(
             path,
             f"""SELECT g.start, r.start, r."end" FROM ({ops}) g JOIN CUPTI_ACTIVITY_KIND_RUNTIME r
                 ON r.correlationId = g.correlationId AND (r.globalTid >> 24) & 16777215 = (g.globalPid >> 24) & 16777215""",
@@ -101,7 +94,7 @@ def test_repeated_correlation_ids_count_one_call_per_op(
     path = _two_processes(tmp_path, device=1)
     assert main(["analyze", "-f", "json", str(path)]) == 0
     launch = json.loads(capsys.readouterr().out)["launch"]
-    calls = _sql(
+    calls = query(
         path,
         "SELECT count(DISTINCT (globalTid >> 24) * 4294967296 + correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME "
         "WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_KERNEL UNION "
@@ -121,9 +114,9 @@ def test_matched_ops_are_the_join_on_process_and_id(path: Path) -> None:
     ops = " UNION ALL ".join(
         f"SELECT correlationId AS c, globalPid AS g FROM {t}"
         for t in GPU_TABLES
-        if _sql(path, f"SELECT count(*) FROM sqlite_master WHERE name = '{t}'")[0][0]
+        if query(path, f"SELECT count(*) FROM sqlite_master WHERE name = '{t}'")[0][0]
     )
-    expected = _sql(
+    expected = query(
         path,
         f"""SELECT count(*) FROM ({ops}) o WHERE EXISTS (SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r
             WHERE r.correlationId = o.c AND (r.globalTid >> 24) & 16777215 = (o.g >> 24) & 16777215)""",
@@ -158,7 +151,7 @@ def test_each_process_device_0_is_the_gpu_target_info_names(
     ops = " UNION ALL ".join(f'SELECT start, "end", globalPid FROM {t}' for t in GPU_TABLES)
     busy = {}
     for pid, gpu in ((4242, 0), (PID2, 1)):
-        rows = _sql(
+        rows = query(
             path,
             f'SELECT start, "end" FROM ({ops}) WHERE (globalPid >> 24) & 16777215 = {pid} ORDER BY start',
         )
@@ -186,7 +179,7 @@ def test_a_process_limited_to_one_gpu_reads_as_that_gpu(tmp_path: Path) -> None:
     trace = load(path)
     kernels = trace.df[trace.df.kind == "kernel"]
     assert set(kernels.device.astype("int64")) == {3}
-    assert _sql(path, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL") == [(0,)]
+    assert query(path, "SELECT DISTINCT deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL") == [(0,)]
     devices = trace.devices.to_pylist()
     assert [(d["id"], d["name"]) for d in devices] == [(i, f"GPU {i}") for i in range(4)]
 
@@ -201,7 +194,7 @@ def test_a_process_whose_gpu_side_is_missing_is_named(tmp_path: Path, capsys: py
     conn.commit()
     conn.close()
     names = "SELECT id FROM StringIds WHERE value GLOB 'cu*Launch*' OR value GLOB 'cu*Memcpy*' OR value GLOB 'cu*Memset*'"
-    calls = _sql(
+    calls = query(
         path,
         f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE (globalTid >> 24) & 16777215 = {PID2} "
         f"AND nameId IN ({names})",
@@ -240,7 +233,7 @@ def test_gpu_tables_without_a_process_keep_the_ids_as_exported(tmp_path: Path) -
     conn.commit()
     conn.close()
     ops = " UNION ALL ".join(f"SELECT correlationId FROM {t}" for t in GPU_TABLES)
-    expected = _sql(
+    expected = query(
         path,
         f"SELECT count(*) FROM ({ops}) WHERE correlationId IN (SELECT correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME)",
     )[0][0]
@@ -288,7 +281,7 @@ def test_mig_instances_of_one_gpu_are_not_merged(tmp_path: Path, capsys: pytest.
     kernels = (
         "SELECT DISTINCT (globalPid >> 24) & 16777215, deviceId FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY 2"
     )
-    assert _sql(path, kernels) == [(4242, 0), (4242, 1)]
+    assert query(path, kernels) == [(4242, 0), (4242, 1)]
     assert main(["analyze", "-f", "json", str(path)]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert {d["id"]: d["kernel_count"] for d in doc["devices"]} == {0: 3, 1: 3}
