@@ -17,14 +17,13 @@ from typing import Any
 
 import msgspec
 import pytest
+from conftest import shared_params
 from test_kineto_native import assert_same_block, native, needs_scanner, reference
 
 from tracelens.ingest import kineto
 from tracelens.ingest.kineto import native as native_engine
 
 pytestmark = needs_scanner
-
-TRACES = Path("/work/shared/traces/pytorch")
 
 
 @pytest.fixture
@@ -183,7 +182,7 @@ def test_profiler_span_names_are_not_learnt(scanner: Any) -> None:
     _same_both_ways(scanner, _block(_row(name, cat="Trace"), _row(name), _row(name)))
 
 
-@pytest.mark.parametrize("path", sorted(TRACES.glob("*.json.gz")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_params("pytorch", "*.json.gz"))
 def test_real_traces(scanner: Any, path: Path) -> None:
     """Every block of each real trace (cut as the reader cuts them, small blocks) alike both ways."""
     data = gzip.decompress(path.read_bytes())

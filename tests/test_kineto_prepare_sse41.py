@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import shared_params, shared_traces
 from test_kineto_native import needs_scanner
 
 import tracelens
@@ -22,7 +23,7 @@ from tracelens.ingest import kineto
 
 pytestmark = needs_scanner
 
-TRACES = sorted(Path("/work/shared/traces/pytorch").glob("*.json.gz"))
+TRACES = shared_traces("pytorch", "*.json.gz")
 
 
 @pytest.fixture
@@ -45,7 +46,7 @@ def _same_both_ways(module: Any, path: Path) -> None:
     assert base[1:] == fast[1:] or repr(base[1:]) == repr(fast[1:]), path
 
 
-@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", shared_params("pytorch", "*.json.gz"))
 def test_real_traces(module: Any, path: Path) -> None:
     _same_both_ways(module, path)
 
@@ -76,7 +77,10 @@ def _redrawn(rng: random.Random, magnitude: float) -> str:
 
 
 def test_times_at_every_rounding_case(module: Any, tmp_path: Path) -> None:
-    source = next(p for p in TRACES if "v100_ns_resolution" in p.name)
+    sources = [p for p in TRACES if "v100_ns_resolution" in p.name]
+    if not sources:
+        pytest.skip("../shared/traces/pytorch not present")
+    source = sources[0]
     text = gzip.decompress(source.read_bytes()).decode()
     rng = random.Random(26)
 

@@ -3,17 +3,14 @@ framework: a JAX or TensorFlow profile was told of "torch.profiler's with_stack=
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from conftest import SHARED_TRACES
 
 import tracelens
 from tracelens.analyses import analyze
 from tracelens.analyses.diagnosis.host_launch_overhead import CAUSE
 
-SHARED_JAX = Path("/work/shared/traces/tf/amd_gpu_jax_te_fused_attn.xplane.pb")
-if not SHARED_JAX.exists():
-    SHARED_JAX = Path(__file__).resolve().parents[2] / "shared" / "traces" / "tf" / SHARED_JAX.name
+SHARED_JAX = SHARED_TRACES / "tf" / "amd_gpu_jax_te_fused_attn.xplane.pb"
 
 
 @pytest.mark.parametrize(
