@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nsys_handmade_export import edited_copy
+from tests.nsys_handmade_export import edited_copy, query
 from tracelens.cli import main
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "nsys" / "handmade_nsys2026.sqlite"
@@ -85,14 +85,8 @@ def test_gpu_rows_without_a_device_are_left_out_with_a_warning(
     path = _damaged(
         tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = NULL WHERE correlationId = 102"
     )
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    kept = conn.execute(
-        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId IS NOT NULL"
-    ).fetchone()[0]
-    dropped = conn.execute(
-        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId IS NULL"
-    ).fetchone()[0]
-    conn.close()
+    kept = query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId IS NOT NULL")[0][0]
+    dropped = query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId IS NULL")[0][0]
     with pytest.warns(UserWarning, match="1 GPU row\\(s\\) have no device"):  # printed on stderr by the CLI
         doc, _ = _analyze(path, capsys)
     assert (kept, dropped) == (2, 1)
@@ -116,14 +110,8 @@ def test_gpu_rows_ending_before_they_start_are_zero_length_with_a_warning(
     path = _damaged(
         tmp_path, 'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "end" = start - 5000 WHERE correlationId = 102'
     )
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    backwards = conn.execute(
-        'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "end" < start'
-    ).fetchone()[0]
-    kernel_ns = conn.execute('SELECT sum(max("end" - start, 0)) FROM CUPTI_ACTIVITY_KIND_KERNEL').fetchone()[
-        0
-    ]
-    conn.close()
+    backwards = query(path, 'SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE "end" < start')[0][0]
+    kernel_ns = query(path, 'SELECT sum(max("end" - start, 0)) FROM CUPTI_ACTIVITY_KIND_KERNEL')[0][0]
     doc, _ = _analyze(path, capsys)
     assert (backwards, kernel_ns) == (1, 15_000)
     assert doc["summary"]["device_mean_kernel_ns"] == kernel_ns
