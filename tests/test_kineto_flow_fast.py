@@ -16,7 +16,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_kineto_native import assert_same_block, native, needs_scanner, reference
+from test_kineto_native import assert_same_block, native, needs_scanner, plain_output, reference
 
 from tracelens.ingest import kineto
 from tracelens.ingest.kineto import native as native_engine
@@ -42,22 +42,10 @@ def scanner() -> Iterator[Any]:
     module._flow_templates(True)
 
 
-def _plain(value: Any) -> Any:
-    """The scanner's output made comparable: buffers as their bytes."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    try:
-        return bytes(memoryview(value))
-    except TypeError:
-        return value
-
-
 def _scan(module: Any, text: bytes, templates: bool) -> tuple[Any, int]:
     """scan_events' whole output for one block, with the templates on or off, and how many flows they took."""
     module._flow_templates(templates)
-    scanned = _plain(module.scan_events((text,), native_engine.to_number, msgspec.json.decode))
+    scanned = plain_output(module.scan_events((text,), native_engine.to_number, msgspec.json.decode))
     return scanned, module._flow_templates(True)
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 from conftest import shared_params
-from test_kineto_native import assert_same_block, native, needs_scanner, reference
+from test_kineto_native import assert_same_block, native, needs_scanner, plain_output, reference
 
 from tracelens.ingest import kineto
 from tracelens.ingest.kineto import native as native_engine
@@ -34,22 +34,10 @@ def scanner() -> Iterator[Any]:
     module._name_cache(True)
 
 
-def _plain(value: Any) -> Any:
-    """The scanner's output made comparable: buffers as their bytes."""
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    try:
-        return bytes(memoryview(value))
-    except TypeError:
-        return value
-
-
 def _scan(module: Any, pieces: tuple[bytes, ...], cache: bool) -> tuple[Any, int]:
     """scan_events' whole output with the name cache on or off, and how many names it took."""
     module._name_cache(cache)
-    scanned = _plain(module.scan_events(pieces, native_engine.to_number, msgspec.json.decode))
+    scanned = plain_output(module.scan_events(pieces, native_engine.to_number, msgspec.json.decode))
     return scanned, module._name_cache(True)
 
 

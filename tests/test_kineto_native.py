@@ -21,6 +21,7 @@ import sysconfig
 from decimal import Decimal
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -78,6 +79,19 @@ def assert_as_msgspec_reads(text: str | bytes) -> None:
         return
     if got is not None:
         assert_same_block(got, want)
+
+
+def plain_output(value: Any) -> Any:
+    """The scanner's raw output (``scan_events``) made comparable: buffers as their bytes, containers as lists and
+    dicts of those."""
+    if isinstance(value, dict):
+        return {key: plain_output(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_output(item) for item in value]
+    try:
+        return bytes(memoryview(value))
+    except TypeError:
+        return value
 
 
 def event_list(*events: str) -> str:
