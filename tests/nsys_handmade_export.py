@@ -19,6 +19,16 @@ KERNEL_NAME = 7  # StringIds of the handmade fixture: "void gemm<float>(const fl
 CBF = 900  # StringIds id given to "Command Buffer Full" here
 
 
+# the statements that leave the handmade export without event rows (its schema, string ids and targets kept)
+NO_EVENTS = (
+    *(
+        f"DELETE FROM CUPTI_ACTIVITY_KIND_{t}"
+        for t in ("KERNEL", "RUNTIME", "MEMCPY", "MEMSET", "SYNCHRONIZATION")
+    ),
+    "DELETE FROM NVTX_EVENTS",
+)
+
+
 def edited_copy(path: Path, *statements: str) -> Path:
     """``path``: a writable copy of the handmade export with ``statements`` run on it."""
     shutil.copy(FIXTURE, path)
@@ -51,11 +61,8 @@ def nsys_export(
     pinned) or "kernel", correlation id (one no call has: unlaunched), device, stream, start µs, end µs) and
     ``syncs`` (SYNCHRONIZATION rows: correlation id, device, stream, syncType, start µs, end µs), on one thread of
     one process."""
-    shutil.copy(FIXTURE, path)
+    edited_copy(path, *NO_EVENTS)
     db = sqlite3.connect(path)
-    for table in ("KERNEL", "RUNTIME", "MEMCPY", "MEMSET", "SYNCHRONIZATION"):
-        db.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_{table}")
-    db.execute("DELETE FROM NVTX_EVENTS")
     db.execute("INSERT INTO StringIds VALUES (?, 'Command Buffer Full')", (CBF,))
     db.execute(
         "CREATE TABLE CUPTI_ACTIVITY_KIND_OVERHEAD (start INTEGER NOT NULL, end INTEGER NOT NULL, "

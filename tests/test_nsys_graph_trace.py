@@ -7,7 +7,6 @@ Exports are built from the committed handmade 2026 fixture; times are chosen her
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import warnings
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 
+from tests.nsys_handmade_export import NO_EVENTS, edited_copy
 from tracelens.cli import main
 from tracelens.ingest import load
 
@@ -29,11 +29,8 @@ def _graph_export(tmp_path: Path, period: int, graph_ns: int, n: int = 40) -> Pa
     """n cudaGraphLaunch calls [k*period, k*period + 5 µs], each executing graph 3 for graph_ns from 1 µs after
     its call ends; no kernel, copy, memset or NVTX rows."""
     path = tmp_path / "graph_level.sqlite"
-    shutil.copy(FIXTURE, path)
+    edited_copy(path, *NO_EVENTS)
     db = sqlite3.connect(path)
-    for table in ("KERNEL", "RUNTIME", "MEMCPY", "MEMSET", "SYNCHRONIZATION"):
-        db.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_{table}")
-    db.execute("DELETE FROM NVTX_EVENTS")
     db.execute("INSERT INTO StringIds VALUES (?, 'cudaGraphLaunch_v10000')", (GRAPH_LAUNCH,))
     db.execute(
         "CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INTEGER, end INTEGER, deviceId INTEGER, "
