@@ -35,6 +35,14 @@ GPU_OP_KINDS = (KERNEL, MEMCPY, MEMSET)
 ABSOLUTE_NS = 10**15
 
 
+def gpu_op_codes(kind: pa.DictionaryArray) -> np.ndarray:
+    """Whether each code of the ``kind`` column's dictionary is a GPU op's (GPU_OP_KINDS), with a last slot, False,
+    which a null kind's -1 takes: looked up per row (a gather; np.isin sorts its input)."""
+    is_op = np.zeros(len(kind.dictionary) + 1, bool)
+    is_op[[i for i in range(len(kind.dictionary)) if kind.dictionary[i].as_py() in GPU_OP_KINDS]] = True
+    return is_op
+
+
 def drop_untimed_gpu_ops(trace: Trace) -> Trace:
     """``trace`` without its GPU ops (kernel, memcpy, memset) at absolute time 0 with no duration, where the rest of
     its rows are absolute times (see ABSOLUTE_NS), with a warning; ``trace`` itself where it has none."""
@@ -45,8 +53,7 @@ def drop_untimed_gpu_ops(trace: Trace) -> Trace:
     start, end = store.numpy("start_ns"), store.numpy("end_ns")
     if int(start[-1]) < ABSOLUTE_NS:
         return trace
-    wanted = [i for i in range(len(kind.dictionary)) if kind.dictionary[i].as_py() in GPU_OP_KINDS]
-    untimed = (start == 0) & (end == 0) & np.isin(arrow_filled(kind.indices, -1), wanted)
+    untimed = (start == 0) & (end == 0) & gpu_op_codes(kind)[arrow_filled(kind.indices, -1)]
     count = int(untimed.sum())
     if count == 0:
         return trace
@@ -81,14 +88,10 @@ def cut_impossible_ends(trace: Trace) -> Trace:
     if not isinstance(kind, pa.DictionaryArray) or not store.has("end_ns"):
         return trace
     # (scalars and arrow_filled: pyarrow's to_numpy/to_pylist import pandas, ~30 MB the load does not need)
-    wanted = [i for i in range(len(kind.dictionary)) if kind.dictionary[i].as_py() in GPU_OP_KINDS]
-    if not wanted:
+    is_op = gpu_op_codes(kind)
+    if not is_op.any():
         return trace
     codes = arrow_filled(kind.indices, -1)
-    # whether each kind code is a GPU op's, looked up per row (a gather: np.isin sorts each chunk); the last slot,
-    # which a null kind's -1 takes, is False
-    is_op = np.zeros(len(kind.dictionary) + 1, bool)
-    is_op[wanted] = True
     start = store.numpy("start_ns")
     end = store.numpy("end_ns")
     # First, one pass in the table's row order (by start), a chunk at a time, for any GPU op, of any stream, that
