@@ -76,17 +76,7 @@ def queue_waits(
     inside &= p_ce[at] >= p_re
     call = candidates[at]
     # the call's device: its own launch's, else its thread's last launch before it, else its next one
-    lc_sorted, lo_sorted = launches.by_call
-    device = np.full(rows.size, -1, np.int64)
-    if lc_sorted.size:
-        before = np.searchsorted(lc_sorted, call, side="right") - 1
-        ok = before >= 0
-        ok[ok] = call_thread[lc_sorted[before[ok]]] == call_thread[call[ok]]
-        device[ok] = op_dev[lo_sorted[before[ok]]]
-        after = np.searchsorted(lc_sorted, call, side="left")
-        nxt = (device < 0) & (after < lc_sorted.size)
-        nxt[nxt] = call_thread[lc_sorted[after[nxt]]] == call_thread[call[nxt]]
-        device[nxt] = op_dev[lo_sorted[after[nxt]]]
+    device = launches.device_before(call, call_thread, op_dev, after=True)
     inside &= device >= 0
     # the releasing op: the latest op start on that device at or before the block's end, inside the block
     release = np.full(rows.size, -1, np.int64)

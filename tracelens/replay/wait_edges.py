@@ -33,15 +33,7 @@ def sync_waits(
     points."""
     call_row, call_thread, cs, ce = calls
     op_dev, op_stream, op_end_pt = ops
-    lc_sorted, lo_sorted = launches.by_call
-    # latest launching call at or before each sync on its thread: calls are numbered in (thread, time)
-    j = np.searchsorted(lc_sorted, sync_calls, side="right") - 1
-    ok = j >= 0
-    ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[sync_calls[ok]]
-    # (no launch at all, as on a trace whose ops lack their launch calls: no sync has a device from one)
-    sync_dev = (
-        np.where(ok, op_dev[lo_sorted[np.maximum(j, 0)]], -1) if lo_sorted.size else np.full(j.size, -1)
-    )
+    sync_dev = launches.device_before(sync_calls, call_thread, op_dev)
     # where the trace records the synchronization itself (Kineto cuda_sync, Nsight SYNCHRONIZATION rows sharing
     # the call's correlation id) a stream sync waits for that stream only
     recorded_dev, recorded_stream = _recorded_sync_targets(
@@ -113,6 +105,27 @@ class LaunchOrder:
         order = np.argsort(self.op_launch_call, kind="stable")
         launching = order[int(np.count_nonzero(self.op_launch_call < 0)) :]
         return self.op_launch_call[launching], launching
+
+    def device_before(
+        self, calls: np.ndarray, call_thread: np.ndarray, op_dev: np.ndarray, *, after: bool = False
+    ) -> np.ndarray:
+        """The device of the latest launching call at or before each of ``calls`` on its thread (``after``: else of
+        the next one after it on its thread); -1 where its thread launched nothing there (or no op has a launch
+        call). Calls are numbered in (thread, time) order."""
+        lc_sorted, lo_sorted = self.by_call
+        device = np.full(calls.size, -1, np.int64)
+        if lo_sorted.size == 0:
+            return device
+        j = np.searchsorted(lc_sorted, calls, side="right") - 1
+        ok = j >= 0
+        ok[ok] = call_thread[lc_sorted[j[ok]]] == call_thread[calls[ok]]
+        device[ok] = op_dev[lo_sorted[j[ok]]]
+        if after:
+            k = np.searchsorted(lc_sorted, calls, side="left")
+            nxt = (device < 0) & (k < lc_sorted.size)
+            nxt[nxt] = call_thread[lc_sorted[k[nxt]]] == call_thread[calls[nxt]]
+            device[nxt] = op_dev[lo_sorted[k[nxt]]]
+        return device
 
     @cached_property
     def streams(self) -> list[tuple[np.ndarray, np.ndarray]]:
