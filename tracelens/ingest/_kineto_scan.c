@@ -2419,6 +2419,69 @@ static PyObject *span_text(Span span, PyObject *decode_string) {
     return value;
 }
 
+/* The str objects of the row string fields' texts (categories, names, sync kinds), kept across blocks and reads,
+ * keyed by their bytes: a big trace's blocks hold the same few hundred names, and each block's names were new str
+ * objects, decoded again (build_result, the GIL held, on the scan worker), and hashed again where the reader looks
+ * them up (named_kinds.NameFlags.bits, the table's interner in Columns.add: ~8 ms a load of the 406 MB tile); the
+ * same objects keep their hash and compare equal by identity. At most TEXT_CACHE_SLOTS / 2 texts (then emptied and
+ * filled again), each at most TEXT_CACHE_MAX_BYTES and without escapes: such a str depends only on the bytes
+ * (span_text decodes them as UTF-8), so the values are those span_text gives. text_cache_enabled: off for tests
+ * (the values the same). The GIL guards it (build_result holds it). */
+#define TEXT_CACHE_SLOTS 8192
+#define TEXT_CACHE_MAX_BYTES 1024
+typedef struct {
+    unsigned char *bytes; /* a copy of the text (NULL: an empty slot) */
+    int32_t length;
+    uint64_t hash;
+    PyObject *value;
+} TextSlot;
+static TextSlot *text_cache; /* TEXT_CACHE_SLOTS of them, allocated at first use */
+static size_t text_cache_used;
+static int text_cache_enabled = 1;
+static int64_t text_cache_hits;
+
+static void text_cache_clear(void) {
+    if (text_cache == NULL) return;
+    for (size_t i = 0; i < TEXT_CACHE_SLOTS; i++) {
+        PyMem_Free(text_cache[i].bytes);
+        Py_CLEAR(text_cache[i].value);
+        text_cache[i].bytes = NULL;
+    }
+    text_cache_used = 0;
+}
+
+/* span_text through the cache (a new reference; NULL as span_text gives it). */
+static PyObject *cached_span_text(Span span, PyObject *decode_string) {
+    if (!text_cache_enabled || (span.flags & SPAN_ESCAPED) || span.length > TEXT_CACHE_MAX_BYTES)
+        return span_text(span, decode_string);
+    if (text_cache == NULL && (text_cache = PyMem_Calloc(TEXT_CACHE_SLOTS, sizeof(TextSlot))) == NULL)
+        return span_text(span, decode_string);
+    uint64_t hash = hash_bytes(span.text, span.length);
+    size_t j = hash & (TEXT_CACHE_SLOTS - 1);
+    for (; text_cache[j].bytes != NULL; j = (j + 1) & (TEXT_CACHE_SLOTS - 1)) {
+        TextSlot *slot = &text_cache[j];
+        if (slot->hash == hash && slot->length == span.length && same_text(slot->bytes, span.text, span.length)) {
+            text_cache_hits++;
+            return Py_NewRef(slot->value);
+        }
+    }
+    PyObject *value = span_text(span, decode_string);
+    if (value == NULL) return NULL;
+    if ((text_cache_used + 1) * 2 > TEXT_CACHE_SLOTS) { /* full: emptied, the text the first of the new fill */
+        text_cache_clear();
+        j = hash & (TEXT_CACHE_SLOTS - 1);
+    }
+    unsigned char *bytes = PyMem_Malloc(span.length > 0 ? (size_t)span.length : 1);
+    if (bytes == NULL) return value; /* (not kept: the value all the same) */
+    memcpy(bytes, span.text, (size_t)span.length);
+    text_cache[j].bytes = bytes;
+    text_cache[j].length = span.length;
+    text_cache[j].hash = hash;
+    text_cache[j].value = Py_NewRef(value);
+    text_cache_used++;
+    return value;
+}
+
 /* The double of a JSON number's text that scan_number deferred: Python's float() of it (PyOS_string_to_double,
  * correctly rounded, independent of the locale). 0, -1 with an exception set, or -2 to decline: out of
  * range, which msgspec reports for a float field. */
@@ -2583,7 +2646,7 @@ static PyObject *build_result(Scanner *s, PyObject *to_number, PyObject *decode_
 
     for (int k = 0; k < N_STRINGS; k++) { /* the row fields' distinct strings, coded in phase one */
         for (size_t code = 0; code < s->tables[k].used; code++) {
-            PyObject *value = span_text(s->tables[k].spans[code], decode_string);
+            PyObject *value = cached_span_text(s->tables[k].spans[code], decode_string);
             if (value == NULL) {
                 if (PyErr_Occurred()) goto fail;
                 goto decline;
@@ -3598,6 +3661,17 @@ static PyObject *name_cache_py(PyObject *module, PyObject *args) {
     return PyLong_FromLongLong(hits);
 }
 
+static PyObject *text_cache_py(PyObject *module, PyObject *args) {
+    int enabled;
+    long long hits = (long long)text_cache_hits;
+    (void)module;
+    if (!PyArg_ParseTuple(args, "p:_text_cache", &enabled)) return NULL;
+    text_cache_enabled = enabled;
+    text_cache_hits = 0;
+    text_cache_clear();
+    return PyLong_FromLongLong(hits);
+}
+
 static PyMethodDef methods[] = {
     {"counted_sizes", counted_sizes_py, METH_VARARGS,
      "counted_sizes(row_counts, max_abs_ts, kind_table, kind_flags, max_time_us)\n"
@@ -3668,6 +3742,11 @@ static PyMethodDef methods[] = {
      "_name_cache(enabled) -> int\n\n"
      "For tests: whether scan_events takes the names of complete events it has already coded by their bytes\n"
      "(its output is the same either way); returns how many names it took so since the last call."},
+    {"_text_cache", text_cache_py, METH_VARARGS,
+     "_text_cache(enabled) -> int\n\n"
+     "For tests: whether scan_events gives the str objects of texts it decoded before (kept across calls) for\n"
+     "the categories, names and sync kinds (the same values either way); empties the cache and returns how many\n"
+     "texts it gave so since the last call."},
     {NULL, NULL, 0, NULL},
 };
 

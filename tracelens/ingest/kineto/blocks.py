@@ -177,8 +177,9 @@ def op_columns(
     keep = np.zeros(rows.size, dtype=bool)
     for values in numbers.values():
         keep |= ~np.isnan(values)
-    for codes, _ in known.values():
-        keep |= codes >= 0
+    for codes, distinct in known.values():
+        if len(distinct):  # (no values: every code is -1, keeping no row; most op texts of most blocks)
+            keep |= codes >= 0
     return {
         "op_rows": rows[keep],
         **{name: values[keep] for name, values in numbers.items()},
@@ -203,6 +204,8 @@ def _filled(
     """Codes into distinct values (``coded``) with the rows where they are missing (-1) taken from ``other``."""
     codes, values = coded
     other_codes, other_values = other
+    if not len(other_values):  # every other code is -1 (the older key in no row): nothing to fill
+        return codes, values
     take = (codes < 0) & (other_codes >= 0)
     if not take.any():
         return codes, values

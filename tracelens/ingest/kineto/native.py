@@ -298,10 +298,19 @@ def _sources(scanned: dict[str, Any]) -> tuple[Any, ...]:
         scanned["codes"],
         scanned["sparse_rows"],
         scanned["sparse_floats"],
-        kind_table(scanned["categories"]),
+        _kind_table(scanned),
         KIND_FLAGS,
         MAX_TIME_US,
     )
+
+
+def _kind_table(scanned: dict[str, Any]) -> np.ndarray:
+    """blocks.kind_table of the block's categories, made once (kept in ``scanned``): both the sizes (as the block's
+    scan ends) and the prepare pass read it (a Python step a category, ~18 us a call in a load)."""
+    table: np.ndarray | None = scanned.get("kind_table")
+    if table is None:
+        table = scanned["kind_table"] = kind_table(scanned["categories"])
+    return table
 
 
 def _sizes(scanned: dict[str, Any]) -> tuple[int, int] | None:
@@ -312,7 +321,7 @@ def _sizes(scanned: dict[str, Any]) -> tuple[int, int] | None:
     sizes: tuple[int, int] | None
     counts = scanned.get("row_counts")  # counted by the scanner as it stored the rows: no pass over them
     if counts is not None and hasattr(module, "counted_sizes"):
-        table = kind_table(scanned["categories"])
+        table = _kind_table(scanned)
         sizes = module.counted_sizes(counts, scanned["max_abs_ts"], table, KIND_FLAGS, MAX_TIME_US)
     else:  # (a ts, correlation or pid set by the scanner's second phase; a build without the counts)
         sizes = module.prepared_sizes(*_sources(scanned))
