@@ -65,3 +65,30 @@ def test_launch_overhead_names_no_other_process_op(tmp_path: Path, engine: str) 
     # its launch calls are the feeding thread's own: 200 cudaLaunchKernel of 5 µs
     (call,) = cause["evidence"]["top_launch_calls"]
     assert (call["name"], call["count"], call["total_ns"]) == ("cudaLaunchKernel", 200, 200 * 5000)
+
+
+def test_graph_capture_does_not_remove_one_time_work(tmp_path: Path, engine: str) -> None:
+    """The first `aten::conv2d` autotunes for 50 ms, then 299 steady calls each launch a 10 µs kernel every 30 µs.
+    Capturing the launches in CUDA graphs (host_launch_overhead's replay) removes the steady launch gaps, not
+    the autotuning (a graph is captured after it): it cannot save more than the span less that 50 ms. It said
+    "host_launch_overhead 5.98 ms (10.1%) ... Replay: fixing it saves 94.7% of the span", the one-time work
+    counted as launch work."""
+    events = [_x("cpu_op", "aten::conv2d", 10, 10, 100, 50_000)]
+    events.append(_x("cuda_runtime", "cudaLaunchKernel", 10, 10, 50_090, 5, correlation=1))
+    events.append(_x("kernel", "conv", 0, 7, 50_098, 10, correlation=1, device=0, stream=7))
+    for i in range(1, 300):
+        t = 50_120 + i * 30
+        events.append(_x("cpu_op", "aten::conv2d", 10, 10, t, 20))
+        events.append(_x("cuda_runtime", "cudaLaunchKernel", 10, 10, t + 12, 5, correlation=i + 1))
+        events.append(_x("kernel", "conv", 0, 7, t + 20, 10, correlation=i + 1, device=0, stream=7))
+    events.append(_x("cuda_runtime", "cudaLaunchKernel", 10, 10, 50, 5, correlation=10_000))
+    events.append(_x("kernel", "fill", 0, 7, 60, 5, correlation=10_000, device=0, stream=7))
+    doc, _ = _analyze(_write(tmp_path, events))
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    span_ns = (max(e["ts"] + e["dur"] for e in kernels) - min(e["ts"] for e in kernels)) * 1000
+    assert doc["summary"]["device_mean_span_ns"] == span_ns
+    assert doc["diagnosis"]["primary"]["cause"] == "startup"
+    cause = _cause(doc, "host_launch_overhead")
+    assert cause["predicted_gain_ns"] is not None
+    # the steady part after the 50 ms autotuning is all a graph capture can shorten
+    assert 0 < cause["predicted_gain_ns"] <= span_ns - 50_000_000
