@@ -25,10 +25,9 @@ def _write(tmp_path: Path, events: list[dict], **top: Any) -> Path:
 
 
 def _analyze(path: Path) -> tuple[dict, str]:
-    """The JSON document and the terminal text."""
+    """The JSON document, and the terminal and markdown texts."""
     doc = tracelens.analyze(tracelens.load(path))
-    assert render(doc, "markdown")
-    return json.loads(render(doc, "json")), render(doc, "terminal")
+    return json.loads(render(doc, "json")), render(doc, "terminal") + render(doc, "markdown")
 
 
 @pytest.fixture(params=["native", "msgspec"])
@@ -92,3 +91,28 @@ def test_graph_capture_does_not_remove_one_time_work(tmp_path: Path, engine: str
     assert cause["predicted_gain_ns"] is not None
     # the steady part after the 50 ms autotuning is all a graph capture can shorten
     assert 0 < cause["predicted_gain_ns"] <= span_ns - 50_000_000
+
+
+def test_rocm_copies_without_bytes_are_not_zero_bytes(tmp_path: Path, engine: str) -> None:
+    """ROCm 6.2's Kineto (the real MI250 trace) writes its copies as `gpu_memcpy` rows without `bytes` (the size
+    is only a string arg of the `hipMemcpyWithStream` call). Those copies were "2 HtoD copies of 0 B" and the
+    summary "copied 0 B": their size is unknown, and now says so (summary.memcpy_bytes null, "of unknown
+    size")."""
+    events = []
+    for i in range(1, 101):
+        t = i * 100
+        events.append(
+            _x("cuda_runtime", "hipMemcpyWithStream", 10, 10, t, 60, correlation=i, size="2560", kind="1")
+        )
+        events.append(
+            _x("gpu_memcpy", "Memcpy HtoD (Host -> Device)", 2, 0, t + 10, 40, correlation=i, device=2, stream=0)
+        )
+    doc, text = _analyze(_write(tmp_path, events))
+    copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
+    assert not any("bytes" in e["args"] for e in copies)
+    (kind,) = doc["memcpy"]["by_kind"]
+    assert kind["count"] == kind["unknown_bytes_count"] == len(copies)
+    assert doc["summary"]["memcpy_bytes"] is None
+    assert "0 B" not in text
+    assert "100 HtoD copies of unknown size" in text  # the diagnosis (terminal and markdown)
+    assert "100 copies of unknown size, 4 ms summed" in text  # markdown's memcpy section: 100 copies of 40 µs

@@ -666,6 +666,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
                     "span_share": k_union / span if span > 0 else None,
                     "achieved_bytes_per_s": achieved,
                     "large_copy_count": count_where(large),
+                    "unknown_bytes_count": count_where(m & ~np.isfinite(nbytes)),
                     "large_achieved_bytes_per_s": large_bw,
                     "expected_bytes_per_s": expected,
                     "expected_link": link,

@@ -34,6 +34,7 @@ from .ranks import RANK_COLUMNS, RUN_KEYS, rank_cells, summary_items
 from .sections import (
     bandwidth,
     busy_sentence,
+    copied_bytes,
     caveats,
     device_label,
     device_mean,
@@ -393,7 +394,7 @@ def _memcpy(doc: Document, console: Console) -> None:
         {"count", "bytes", "time", "bandwidth", "pageable"},
     )
     for k in by_kind:
-        nbytes, ns = k.get("bytes"), k.get("duration_ns")
+        nbytes, ns = copied_bytes(k), k.get("duration_ns")
         table.add_row(
             _t(k.get("kind")),
             num(k.get("count")),
