@@ -116,3 +116,29 @@ def test_rocm_copies_without_bytes_are_not_zero_bytes(tmp_path: Path, engine: st
     assert "0 B" not in text
     assert "100 HtoD copies of unknown size" in text  # the diagnosis (terminal and markdown)
     assert "100 copies of unknown size, 4 ms summed" in text  # markdown's memcpy section: 100 copies of 40 µs
+
+
+def test_amd_gpu_gets_no_nvidia_pcie_generation(tmp_path: Path, engine: str) -> None:
+    """ROCm writes the gfx major as `computeMajor` (9 on an MI250, gfx90a; the real MI250 trace's device is
+    "AMD Radeon Graphics"). The host link was taken from NVIDIA's compute capability table (9.x: Hopper, PCIe
+    gen5): the MI250's copies were measured against "PCIe gen5 x16" and the replay moved its pinned copies at
+    80% of it, while MI250 is a PCIe gen4 part (gfx9 spans gen3 to gen5 parts). An AMD GPU without a name-table
+    entry has no expected host link now."""
+    props = {"id": 0, "name": "AMD Radeon Graphics", "computeMajor": 9, "computeMinor": 0, "numSms": 104,
+             "warpSize": 64, "totalGlobalMem": 68702699520}
+    events = []
+    for i in range(1, 101):
+        t = i * 100
+        events.append(_x("cuda_runtime", "hipMemcpyAsync", 10, 10, t, 60, correlation=i))
+        events.append(
+            _x("gpu_memcpy", "Memcpy HtoD (Host -> Device)", 0, 0, t + 10, 40, correlation=i, device=0, stream=0,
+               bytes=1 << 20)
+        )
+    doc, _ = _analyze(_write(tmp_path, events, deviceProperties=[props]))
+    assert doc["devices"][0]["name"] == "AMD Radeon Graphics"
+    (device,) = doc["memcpy"]["per_device"]
+    (kind,) = device["by_kind"]
+    assert kind["expected_link"] is None and kind["achieved_fraction"] is None
+    # the copies' own rate stands: 100 x 1 MiB in 100 x 40 µs
+    assert kind["achieved_bytes_per_s"] == pytest.approx((1 << 20) / 40e-6)
+    assert not any("PCIe gen5" in str(w.get("assumptions")) for w in doc["whatif"]["remedies"])

@@ -302,7 +302,9 @@ class Context:
                     )
         devices = np.unique(g.op_device)
         info = trace.device_info(int(devices[0])) if devices.size else {}
-        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
+        links = device_links(
+            info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"), info.get("vendor")
+        )
         for direction in ("HtoD", "DtoH"):
             if direction not in out and links.host_bytes_per_s:
                 out[direction] = links.host_bytes_per_s * PINNED_LINK_FRACTION
