@@ -142,3 +142,21 @@ def test_amd_gpu_gets_no_nvidia_pcie_generation(tmp_path: Path, engine: str) -> 
     # the copies' own rate stands: 100 x 1 MiB in 100 x 40 µs
     assert kind["achieved_bytes_per_s"] == pytest.approx((1 << 20) / 40e-6)
     assert not any("PCIe gen5" in str(w.get("assumptions")) for w in doc["whatif"]["remedies"])
+
+
+def test_numbers_in_strings_are_not_said_to_be_left_empty(tmp_path: Path, engine: str) -> None:
+    """A trace writing every `ts` as a string ("ts": "100.5", as some converters do) is read whole: numbers in
+    strings are parsed (docs/formats/kineto.md). Its warning said "unreadable values were left empty (first:
+    field ts = "100" ...)", naming a value that was read. It now says that numbers in strings were read."""
+    events = []
+    for i in range(1, 51):
+        events.append(_x("cuda_runtime", "cudaLaunchKernel", 10, 10, str(i * 100), 5, correlation=i))
+        events.append(_x("kernel", "gemm", 0, 7, str(i * 100 + 10), 50, correlation=i, device=0, stream=7))
+    trace = tracelens.load(_write(tmp_path, events))
+    (warning,) = trace.metadata.warnings
+    assert "numbers written as strings were read" in warning and 'field ts = "100"' in warning
+    doc, _ = _analyze(_write(tmp_path, events))
+    # 50 kernels of 50 µs from 110 µs to 5,060 µs: every timestamp was read
+    assert doc["summary"]["kernel_count"] == 50
+    assert doc["summary"]["device_mean_span_ns"] == (50 * 100 + 10 + 50 - 110) * 1000
+    assert doc["summary"]["device_mean_busy_ns"] == 50 * 50_000
