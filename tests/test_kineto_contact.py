@@ -160,3 +160,26 @@ def test_numbers_in_strings_are_not_said_to_be_left_empty(tmp_path: Path, engine
     assert doc["summary"]["kernel_count"] == 50
     assert doc["summary"]["device_mean_span_ns"] == (50 * 100 + 10 + 50 - 110) * 1000
     assert doc["summary"]["device_mean_busy_ns"] == 50 * 50_000
+
+
+def test_a_copy_call_returning_before_its_copy_began_did_not_wait(tmp_path: Path, engine: str) -> None:
+    """Small pageable host-to-device copies: each `cudaMemcpyAsync` returns once its data is staged (4 µs), and
+    the DMA runs 1 µs later (CUDA's API sync behaviour for pageable copies). The replay made each call's end wait
+    for its copy's end anyway, with the recorded lead (-11 µs) as the edge: the critical path then ran backwards
+    through it and read "on the host: 104.7% of it" (sync_waits -54.8%). A call that returned before its copy
+    began did not wait for it: the path's categories are each within [0, its length] now."""
+    events = []
+    for i in range(200):
+        events.append(_x("cuda_runtime", "cudaMemcpyAsync", 1, 1, i * 20 - 5, 4, correlation=i + 1))
+        events.append(
+            _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, i * 20, 10, correlation=i + 1, device=0,
+               stream=7, bytes=1000)
+        )
+    # every call ends (i*20 - 1 µs) before its copy starts (i*20 µs)
+    doc, text = _analyze(_write(tmp_path, events))
+    path = doc["whatif"]["critical_path"]
+    assert path["length_ns"] == (199 * 20 + 10 - (-5)) * 1000  # the first call's start to the last copy's end
+    assert all(0 <= ns <= path["length_ns"] for ns in path["ns"].values()), path["ns"]
+    assert sum(path["ns"].values()) == path["length_ns"]
+    assert doc["whatif"]["replay_error"]["span_error"] == 0.0
+    assert "%" in text and "104.7%" not in text

@@ -134,6 +134,9 @@ class Graph:
     op_stream_typical: np.ndarray
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
+    # per call, bool, or None (none): a blocking-kind copy call (pageable, or a synchronous copy name) that returned
+    # before its copy began, so holds no wait edge; the memcpy remedy's calls all the same
+    call_copy_ahead: np.ndarray | None = None
 
     @property
     def size(self) -> int:
@@ -437,8 +440,18 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     w_src_parts, w_dst_parts = [], []
     # blocking copies
     blocking_copy = op_is_copy & (op_launch_call >= 0)
+    call_copy_ahead = None
     if n_calls:
         blocking_copy &= pageable | sync_copy_name[np.maximum(op_launch_call, 0)]
+        # a copy call that returned before its copy began (a small pageable host-to-device copy returns once its
+        # data is staged; the DMA runs later) did not wait for it: no wait edge (its lead, longer than the copy,
+        # made the critical path run backwards through the edge: "on the host: 104.7%", sync_waits negative)
+        copies = np.flatnonzero(blocking_copy)
+        ahead = copies[ce[op_launch_call[copies]] < os_[copies]]
+        blocking_copy[ahead] = False
+        call_copy_ahead = np.zeros(n_calls, bool)  # (the memcpy remedy still makes their copies pinned)
+        call_copy_ahead[op_launch_call[ahead]] = True
+        del copies, ahead
     else:
         blocking_copy &= False
     w_src_parts.append(op_end_pt[blocking_copy])
@@ -569,6 +582,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         call_waited=call_waited,
         call_is_sync=is_sync,
         call_is_marker=call_is_marker,
+        call_copy_ahead=call_copy_ahead,
         thread_keys=thread_keys,
         op_start=op_start_pt,
         op_end=op_end_pt,

@@ -404,7 +404,9 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     readback = np.zeros(n, bool)
     big_copy = np.zeros(n, bool)
     waits_on_copy = g.op_is_copy & (g.op_launch_call >= 0)
-    is_blocking = g.call_waits
+    # (a blocking-kind copy call that returned before its copy began holds no wait edge, and is the memcpy
+    # remedy's all the same: its copy becomes pinned)
+    is_blocking = g.call_waits if g.call_copy_ahead is None else g.call_waits | g.call_copy_ahead
     if waits_on_copy.any():
         cols = event_columns(ctx.trace)
         rows = g.op_row[waits_on_copy]
