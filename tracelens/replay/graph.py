@@ -72,7 +72,7 @@ from .points import point_index_type as point_index_type
 from .points import unique_ints as unique_ints
 from .queue_waits import queue_waits
 from .typical_lags import DEFAULT_SYNC_OWN_NS, DEFAULT_WAKE_NS, typical_lags
-from .wait_edges import LaunchOrder, SyncRows, event_waits, sync_waits
+from .wait_edges import LaunchOrder, SyncRows, copies_ahead, event_waits, sync_waits
 from .wake_edges import wake_edges
 
 
@@ -134,9 +134,7 @@ class Graph:
     op_stream_typical: np.ndarray
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
-    # per call, bool, or None (none): a blocking-kind copy call (pageable, or a synchronous copy name) that returned
-    # before its copy began, so holds no wait edge; the memcpy remedy's calls all the same
-    call_copy_ahead: np.ndarray | None = None
+    call_copy_ahead: np.ndarray | None = None  # bool per call, or None: wait_edges.copies_ahead
 
     @property
     def size(self) -> int:
@@ -440,20 +438,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     w_src_parts, w_dst_parts = [], []
     # blocking copies
     blocking_copy = op_is_copy & (op_launch_call >= 0)
-    call_copy_ahead = None
-    if n_calls:
-        blocking_copy &= pageable | sync_copy_name[np.maximum(op_launch_call, 0)]
-        # a copy call that returned before its copy began (a small pageable host-to-device copy returns once its
-        # data is staged; the DMA runs later) did not wait for it: no wait edge (its lead, longer than the copy,
-        # made the critical path run backwards through the edge: "on the host: 104.7%", sync_waits negative)
-        copies = np.flatnonzero(blocking_copy)
-        ahead = copies[ce[op_launch_call[copies]] < os_[copies]]
-        blocking_copy[ahead] = False
-        call_copy_ahead = np.zeros(n_calls, bool)  # (the memcpy remedy still makes their copies pinned)
-        call_copy_ahead[op_launch_call[ahead]] = True
-        del copies, ahead
-    else:
-        blocking_copy &= False
+    blocking_copy &= (pageable | sync_copy_name[np.maximum(op_launch_call, 0)]) if n_calls else False
+    call_copy_ahead = copies_ahead(blocking_copy, op_launch_call, ce, os_)  # (no wait edge of theirs)
     w_src_parts.append(op_end_pt[blocking_copy])
     n_copy_waits = int(blocking_copy.sum())
     w_dst_parts.append(2 * op_launch_call[blocking_copy] + 1)
