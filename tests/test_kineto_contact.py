@@ -3,13 +3,18 @@ from the PyTorch profiler's documented format; each expected figure is read off 
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import tracelens
+from tracelens import run as runs
 from tracelens.ingest import kineto
 from tracelens.report import render
 
@@ -183,3 +188,71 @@ def test_a_copy_call_returning_before_its_copy_began_did_not_wait(tmp_path: Path
     assert sum(path["ns"].values()) == path["length_ns"]
     assert doc["whatif"]["replay_error"]["span_error"] == 0.0
     assert "%" in text and "104.7%" not in text
+
+
+def _steps(n: int, kernel_us: float) -> list[dict]:
+    """``n`` launches of one kernel each, 100 µs apart."""
+    events = []
+    for i in range(1, n + 1):
+        events.append(_x("cuda_runtime", "cudaLaunchKernel", 10, 10, i * 100, 5, correlation=i))
+        events.append(_x("kernel", "gemm", 0, 7, i * 100 + 10, kernel_us, correlation=i, device=0, stream=7))
+    return events
+
+
+def _capture(directory: Path, name: str, events: list[dict]) -> Path:
+    """One capture as torch.profiler.tensorboard_trace_handler writes it: ``<worker>.<time>.pt.trace.json[.gz]``
+    in the handler's directory (worker "<hostname>_<pid>" by default)."""
+    path = directory / name
+    text = json.dumps({"schemaVersion": 1, "traceEvents": events}).encode()
+    path.write_bytes(gzip.compress(text) if name.endswith(".gz") else text)
+    return path
+
+
+def test_a_directory_of_one_gzipped_handler_capture_is_read(tmp_path: Path) -> None:
+    """tensorboard_trace_handler(dir, use_gzip=True) writes `<worker>.<time>.pt.trace.json.gz`. A directory
+    holding one was taken for a TensorFlow logdir (its `*.trace.json.gz` names TF's trace-viewer JSON) and
+    refused: "trace.json holds no host or GPU events". It is read as the Kineto trace it is."""
+    _capture(tmp_path, "myhost_1234.1700000000100.pt.trace.json.gz", _steps(20, 50))
+    doc = tracelens.analyze(tracelens.load(tmp_path))
+    assert doc["source"]["format"] == "kineto"
+    assert doc["summary"]["kernel_count"] == 20 and doc["summary"]["device_mean_busy_ns"] == 20 * 50_000
+
+
+def test_successive_captures_of_one_process_are_not_ranks(tmp_path: Path) -> None:
+    """A schedule with repeat > 1 makes tensorboard_trace_handler write one file per cycle, all named for the
+    same worker ("<hostname>_<pid>", which the handler's docs say is unique per worker). `analyze DIR` read two
+    cycles of one process as two ranks ("GPUs 2", "ranks ... collide; numbered by position"). Each worker's
+    newest capture is analyzed now, with a warning naming what was left out; two workers stay a run of two."""
+    single = tmp_path / "one"
+    single.mkdir()
+    _capture(single, "myhost_1234.1700000000100.pt.trace.json", _steps(30, 40))
+    newest = _capture(single, "myhost_1234.1700000005200.pt.trace.json", _steps(20, 50))
+    done = subprocess.run(
+        [sys.executable, "-m", "tracelens", "analyze", "-f", "json", str(single)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert "ranks" not in doc and doc["summary"]["device_count"] == 1
+    # the newest capture's figures: 20 kernels of 50 µs
+    assert doc["summary"]["kernel_count"] == 20 and doc["summary"]["device_mean_busy_ns"] == 20 * 50_000
+    (note,) = [w for w in doc["source"]["warnings"] if "captures" in w]
+    assert newest.name in note and "myhost_1234.1700000000100.pt.trace.json" in note
+    # two workers (two processes, e.g. two ranks), two cycles each: a run of two ranks, each its newest cycle
+    two = tmp_path / "two"
+    two.mkdir()
+    for worker, kernels in (("myhost_1234", 10), ("myhost_1235", 12)):
+        _capture(two, f"{worker}.1700000000100.pt.trace.json", _steps(30, 40))
+        _capture(two, f"{worker}.1700000005200.pt.trace.json", _steps(kernels, 50))
+    run, failures = runs.analyze_run([two], workers=1, cache_dir=tmp_path / "cache")
+    assert not failures
+    # each rank's busy time is its newest capture's: 10 and 12 kernels of 50 µs
+    assert sorted(r["busy_ns"] for r in run["ranks"]) == [10 * 50_000, 12 * 50_000]
+    assert sorted(Path(r["path"]).name for r in run["ranks"]) == [
+        "myhost_1234.1700000005200.pt.trace.json",
+        "myhost_1235.1700000005200.pt.trace.json",
+    ]
+    assert sum("captures" in w for w in run["source"]["warnings"]) == 2
