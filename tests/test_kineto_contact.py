@@ -59,7 +59,9 @@ def test_launch_overhead_names_no_other_process_op(tmp_path: Path, engine: str) 
         events.append(_x("cuda_runtime", "cudaLaunchKernel", 10, 10, 100 + i * 20, 5, correlation=i + 1))
         events.append(_x("kernel", "gemm", 0, 7, 100 + i * 20 + 8, 10, correlation=i + 1, device=0, stream=7))
     events += [_x("cpu_op", "aten::to", 99, 99, 100 + i * 40, 30) for i in range(100)]
-    events.append({"ph": "M", "name": "process_name", "pid": 99, "tid": 0, "args": {"name": "pt_data_worker_0"}})
+    events.append(
+        {"ph": "M", "name": "process_name", "pid": 99, "tid": 0, "args": {"name": "pt_data_worker_0"}}
+    )
     doc, text = _analyze(_write(tmp_path, events))
     cause = _cause(doc, "host_launch_overhead")
     # the feeding thread (10, 10) holds no cpu_op row: no framework name to name
@@ -110,7 +112,17 @@ def test_rocm_copies_without_bytes_are_not_zero_bytes(tmp_path: Path, engine: st
             _x("cuda_runtime", "hipMemcpyWithStream", 10, 10, t, 60, correlation=i, size="2560", kind="1")
         )
         events.append(
-            _x("gpu_memcpy", "Memcpy HtoD (Host -> Device)", 2, 0, t + 10, 40, correlation=i, device=2, stream=0)
+            _x(
+                "gpu_memcpy",
+                "Memcpy HtoD (Host -> Device)",
+                2,
+                0,
+                t + 10,
+                40,
+                correlation=i,
+                device=2,
+                stream=0,
+            )
         )
     doc, text = _analyze(_write(tmp_path, events))
     copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
@@ -129,15 +141,32 @@ def test_amd_gpu_gets_no_nvidia_pcie_generation(tmp_path: Path, engine: str) -> 
     gen5): the MI250's copies were measured against "PCIe gen5 x16" and the replay moved its pinned copies at
     80% of it, while MI250 is a PCIe gen4 part (gfx9 spans gen3 to gen5 parts). An AMD GPU without a name-table
     entry has no expected host link now."""
-    props = {"id": 0, "name": "AMD Radeon Graphics", "computeMajor": 9, "computeMinor": 0, "numSms": 104,
-             "warpSize": 64, "totalGlobalMem": 68702699520}
+    props = {
+        "id": 0,
+        "name": "AMD Radeon Graphics",
+        "computeMajor": 9,
+        "computeMinor": 0,
+        "numSms": 104,
+        "warpSize": 64,
+        "totalGlobalMem": 68702699520,
+    }
     events = []
     for i in range(1, 101):
         t = i * 100
         events.append(_x("cuda_runtime", "hipMemcpyAsync", 10, 10, t, 60, correlation=i))
         events.append(
-            _x("gpu_memcpy", "Memcpy HtoD (Host -> Device)", 0, 0, t + 10, 40, correlation=i, device=0, stream=0,
-               bytes=1 << 20)
+            _x(
+                "gpu_memcpy",
+                "Memcpy HtoD (Host -> Device)",
+                0,
+                0,
+                t + 10,
+                40,
+                correlation=i,
+                device=0,
+                stream=0,
+                bytes=1 << 20,
+            )
         )
     doc, _ = _analyze(_write(tmp_path, events, deviceProperties=[props]))
     assert doc["devices"][0]["name"] == "AMD Radeon Graphics"
@@ -177,8 +206,18 @@ def test_a_copy_call_returning_before_its_copy_began_did_not_wait(tmp_path: Path
     for i in range(200):
         events.append(_x("cuda_runtime", "cudaMemcpyAsync", 1, 1, i * 20 - 5, 4, correlation=i + 1))
         events.append(
-            _x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 7, i * 20, 10, correlation=i + 1, device=0,
-               stream=7, bytes=1000)
+            _x(
+                "gpu_memcpy",
+                "Memcpy HtoD (Pageable -> Device)",
+                0,
+                7,
+                i * 20,
+                10,
+                correlation=i + 1,
+                device=0,
+                stream=7,
+                bytes=1000,
+            )
         )
     # every call ends (i*20 - 1 µs) before its copy starts (i*20 µs)
     doc, text = _analyze(_write(tmp_path, events))

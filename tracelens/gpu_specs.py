@@ -150,11 +150,11 @@ def device_links(
             if m_bw:
                 mem_bw, mem_src = m_bw, f"device name table ({pattern})"
             break
-    nvidia_cc = compute_major is not None and (vendor or "").lower() != "amd"
-    if host_bw is None and nvidia_cc and int(compute_major or 0) in _PCIE_GEN_BY_CC:
-        gen = _PCIE_GEN_BY_CC[int(compute_major)]
+    major = int(compute_major) if compute_major is not None and (vendor or "").lower() != "amd" else None
+    if host_bw is None and major is not None and major in _PCIE_GEN_BY_CC:
+        gen = _PCIE_GEN_BY_CC[major]
         host_link, host_bw = f"PCIe gen{gen} x16", PCIE_X16_BYTES_PER_S[gen]
-        host_src = f"compute capability {int(compute_major)}.x table (PCIe gen{gen})"
+        host_src = f"compute capability {major}.x table (PCIe gen{gen})"
     if memory_bytes_per_s:
         mem_bw, mem_src = float(memory_bytes_per_s), "device table (reported by the trace)"
     return DeviceLinks(host_link, host_bw, host_src, peer_link, peer_bw, peer_src, mem_bw, mem_src)

@@ -70,11 +70,13 @@ def device_gpu_equivalents(devices: Sequence[Mapping[str, Any]]) -> float:
     return total
 
 
-def _memcpy_bytes(memcpy: dict[str, Any] | None) -> int | None:
+def _memcpy_bytes(memcpy: Memcpy | None) -> int | None:
     """Σ of the copies' bytes; None where there are copies and none has a known size (ROCm's Kineto writes its
     copies without bytes: "copied 0 B" then)."""
-    kinds = (memcpy or {}).get("by_kind") or []
-    if not memcpy or (kinds and all(k.get("unknown_bytes_count") == k.get("count") for k in kinds)):
+    if not memcpy:
+        return None
+    kinds = memcpy.get("by_kind") or []
+    if kinds and all(k.get("unknown_bytes_count") == k.get("count") for k in kinds):
         return None
     return int(sum(int(k.get("bytes") or 0) for k in kinds))
 

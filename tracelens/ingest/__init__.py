@@ -94,7 +94,9 @@ def _directory_traces(directory: Path, newest: bool = True) -> list[Path]:
         if not (f.name.endswith(".tracelens.sqlite") and f.name[: -len(".tracelens.sqlite")] in reports)
     ]
     exported = {f.name[: -len(".sqlite")] for f in files if f.name.lower().endswith(".sqlite")}
-    files = [f for f in files if not (f.name.lower().endswith((".nsys-rep", ".qdrep")) and f.stem in exported)]
+    files = [
+        f for f in files if not (f.name.lower().endswith((".nsys-rep", ".qdrep")) and f.stem in exported)
+    ]
     return newest_captures(files)[0] if newest else files
 
 

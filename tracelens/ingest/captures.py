@@ -33,7 +33,9 @@ def newest_captures(files: Sequence[Path]) -> tuple[list[Path], list[str]]:
         captures.sort()
         earlier = [f for _, f in captures[:-1]]
         dropped.update(earlier)
-        shown = ", ".join(f.name for f in earlier[:3]) + (f" and {len(earlier) - 3} more" if len(earlier) > 3 else "")
+        shown = ", ".join(f.name for f in earlier[:3]) + (
+            f" and {len(earlier) - 3} more" if len(earlier) > 3 else ""
+        )
         notes.append(
             f"{captures[-1][1].parent}: {len(captures)} captures of one process ({worker}, as "
             f"tensorboard_trace_handler names a profiler's successive cycles), not ranks: the newest, "

@@ -34,8 +34,8 @@ from .ranks import RANK_COLUMNS, RUN_KEYS, rank_cells, summary_items
 from .sections import (
     bandwidth,
     busy_sentence,
-    copied_bytes,
     caveats,
+    copied_bytes,
     device_label,
     device_mean,
     gpu_count,

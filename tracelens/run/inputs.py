@@ -47,7 +47,10 @@ def _run_files(directory: Path, newest: bool = True) -> list[Path]:
 def capture_notes(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     """Per run directory among ``paths``, a note per process whose earlier Kineto captures it left out."""
     return [
-        note for p in paths if is_run_directory(p) for note in newest_captures(_run_files(Path(p), newest=False))[1]
+        note
+        for p in paths
+        if is_run_directory(p)
+        for note in newest_captures(_run_files(Path(p), newest=False))[1]
     ]
 
 

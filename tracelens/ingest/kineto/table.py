@@ -432,8 +432,7 @@ class Columns:
         if self.counts["lenient_blocks"]:
             warnings.append(
                 "some events had fields of unexpected types; numbers written as strings were read, other such "
-                "values left empty"
-                + (f" (first: {self.problem})" if self.problem else "")
+                "values left empty" + (f" (first: {self.problem})" if self.problem else "")
             )
         metadata = TraceMetadata(
             source_format="kineto",
