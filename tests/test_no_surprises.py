@@ -72,7 +72,8 @@ def test_unexpected_field_type_warning_names_field_and_event(layout: str, tmp_pa
     warnings = tracelens.load(path).metadata.warnings
     assert len(warnings) == 1
     assert warnings[0].startswith(
-        "some events had fields of unexpected types; unreadable values were left empty"
+        "some events had fields of unexpected types; numbers written as strings were read, other such values left "
+        "empty"
     )
     assert 'field args.correlation = "abc"' in warnings[0]
     assert 'in event "cudaLaunchKernel" at ts 519689.25' in warnings[0]

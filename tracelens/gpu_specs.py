@@ -129,11 +129,16 @@ _NAME_TABLE: list[tuple[str, str, float, str | None, float | None, float | None]
 
 
 def device_links(
-    name: str | None, compute_major: int | None, memory_bytes_per_s: float | None
+    name: str | None,
+    compute_major: int | None,
+    memory_bytes_per_s: float | None,
+    vendor: str | None = None,
 ) -> DeviceLinks:
     """Expected link bandwidths: device name table first, then the PCIe generation of the compute capability.
 
-    ``memory_bytes_per_s`` is the device-reported memory bandwidth (device table), preferred when present.
+    ``memory_bytes_per_s`` is the device-reported memory bandwidth (device table), preferred when present. The
+    compute capability table is NVIDIA's: an AMD device (``vendor`` "amd") reports its gfx major there (9 for
+    MI100, MI250 and MI300 alike, PCIe gen4 and gen5 parts), which says nothing of its link.
     """
     host_link = peer_link = host_src = peer_src = mem_src = None
     host_bw = peer_bw = mem_bw = None
@@ -145,10 +150,11 @@ def device_links(
             if m_bw:
                 mem_bw, mem_src = m_bw, f"device name table ({pattern})"
             break
-    if host_bw is None and compute_major is not None and int(compute_major) in _PCIE_GEN_BY_CC:
-        gen = _PCIE_GEN_BY_CC[int(compute_major)]
+    major = int(compute_major) if compute_major is not None and (vendor or "").lower() != "amd" else None
+    if host_bw is None and major is not None and major in _PCIE_GEN_BY_CC:
+        gen = _PCIE_GEN_BY_CC[major]
         host_link, host_bw = f"PCIe gen{gen} x16", PCIE_X16_BYTES_PER_S[gen]
-        host_src = f"compute capability {int(compute_major)}.x table (PCIe gen{gen})"
+        host_src = f"compute capability {major}.x table (PCIe gen{gen})"
     if memory_bytes_per_s:
         mem_bw, mem_src = float(memory_bytes_per_s), "device table (reported by the trace)"
     return DeviceLinks(host_link, host_bw, host_src, peer_link, peer_bw, peer_src, mem_bw, mem_src)

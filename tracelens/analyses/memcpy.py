@@ -637,7 +637,10 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
         links = device_links(
-            info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s")
+            info.get("name"),
+            info.get("compute_major"),
+            info.get("memory_bandwidth_bytes_per_s"),
+            info.get("vendor"),
         )
         dev_kinds = []
         for kind in sorted((labels[i] for i in np.unique(kind_code[dm])), key=_kind_sort_key):
@@ -666,6 +669,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
                     "span_share": k_union / span if span > 0 else None,
                     "achieved_bytes_per_s": achieved,
                     "large_copy_count": count_where(large),
+                    "unknown_bytes_count": count_where(m & ~np.isfinite(nbytes)),
                     "large_achieved_bytes_per_s": large_bw,
                     "expected_bytes_per_s": expected,
                     "expected_link": link,

@@ -70,6 +70,17 @@ def device_gpu_equivalents(devices: Sequence[Mapping[str, Any]]) -> float:
     return total
 
 
+def _memcpy_bytes(memcpy: Memcpy | None) -> int | None:
+    """Σ of the copies' bytes; None where there are copies and none has a known size (ROCm's Kineto writes its
+    copies without bytes: "copied 0 B" then)."""
+    if not memcpy:
+        return None
+    kinds = memcpy.get("by_kind") or []
+    if kinds and all(k.get("unknown_bytes_count") == k.get("count") for k in kinds):
+        return None
+    return int(sum(int(k.get("bytes") or 0) for k in kinds))
+
+
 def _device_mean(devices: list[Device], key: str, gpus: float) -> float | None:
     """One per-device figure per GPU, GPU-time weighted: Σ over the devices / ``gpus`` (n_eff; the plain mean
     where the GPUs share one window). Null without devices, or when a device lacks it (a document saved by an
@@ -149,9 +160,7 @@ def summarize(doc: Document | dict[str, Any]) -> Summary:
         "kernel_names": kernels["distinct_names"] if kernels else None,
         "memcpy_count": _device_sum(devices, "memcpy_count"),
         "device_mean_memcpy_ns": _device_mean(devices, "memcpy_ns", gpus),
-        "memcpy_bytes": int(sum(int(k.get("bytes") or 0) for k in memcpy.get("by_kind") or []))
-        if memcpy
-        else None,
+        "memcpy_bytes": _memcpy_bytes(memcpy),
         "device_mean_memcpy_exposed_ns": _memcpy_exposed(memcpy, devices, gpus),
         "device_mean_memset_ns": _device_mean(devices, "memset_ns", gpus),
         "steps": stats,

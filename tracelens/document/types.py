@@ -396,6 +396,7 @@ class MemcpyDeviceKind(TypedDict):
     span_share: float | None
     achieved_bytes_per_s: float | None
     large_copy_count: int
+    unknown_bytes_count: int  # copies whose size the trace does not record (ROCm's Kineto copies)
     large_achieved_bytes_per_s: float | None
     expected_bytes_per_s: float | None
     expected_link: str | None

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..errors import InputError, UnsupportedFormatError
 from ..trace import Trace
+from .captures import newest_captures
 
 # format name -> module under tracelens.ingest that has `read(path, **options) -> Trace`
 READERS = {
@@ -64,7 +65,11 @@ def _peek(path: Path, n: int = 4096) -> bytes:
 
 
 def _has_xplane_files(directory: Path) -> bool:
-    return any(directory.rglob("*.xplane.pb")) or any(directory.rglob("*.trace.json.gz"))
+    # TF 2.2-2.10's <host>.trace.json.gz beside its xplanes; not the .pt.trace.json.gz a Kineto capture is
+    # named by tensorboard_trace_handler(use_gzip=True), which read as a TF logdir ("holds no host or GPU events")
+    return any(directory.rglob("*.xplane.pb")) or any(
+        not f.name.lower().endswith(".pt.trace.json.gz") for f in directory.rglob("*.trace.json.gz")
+    )
 
 
 # A directory holding one of these (top level) is that trace: ``nsys profile -o report1 --export sqlite`` leaves
@@ -72,8 +77,9 @@ def _has_xplane_files(directory: Path) -> bool:
 _SINGLE_TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".parquet", ".nsys-rep", ".qdrep")
 
 
-def _directory_traces(directory: Path) -> list[Path]:
-    """The trace files at the top of ``directory``, a report left out where its SQLite export sits beside it."""
+def _directory_traces(directory: Path, newest: bool = True) -> list[Path]:
+    """The trace files at the top of ``directory``, a report left out where its SQLite export sits beside it, and
+    (``newest``) a process's earlier Kineto captures where it has several (:mod:`.captures`)."""
     files = [
         f
         for f in sorted(directory.iterdir())
@@ -88,7 +94,10 @@ def _directory_traces(directory: Path) -> list[Path]:
         if not (f.name.endswith(".tracelens.sqlite") and f.name[: -len(".tracelens.sqlite")] in reports)
     ]
     exported = {f.name[: -len(".sqlite")] for f in files if f.name.lower().endswith(".sqlite")}
-    return [f for f in files if not (f.name.lower().endswith((".nsys-rep", ".qdrep")) and f.stem in exported)]
+    files = [
+        f for f in files if not (f.name.lower().endswith((".nsys-rep", ".qdrep")) and f.stem in exported)
+    ]
+    return newest_captures(files)[0] if newest else files
 
 
 def single_trace(path: str | os.PathLike[str]) -> Path:
@@ -158,6 +167,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 
 def load(path: str | os.PathLike[str], **options: Any) -> Trace:
     """Read any supported trace into a :class:`Trace`, with derived per-kernel columns filled in."""
+    directory = Path(path) if Path(path).is_dir() else None
     path = single_trace(path)  # a directory of one trace: that file (the reader is given the file)
     fmt = detect_format(path)
     module = importlib.import_module(f"{__name__}.{READERS[fmt]}")
@@ -170,6 +180,8 @@ def load(path: str | os.PathLike[str], **options: Any) -> Trace:
         with small_pages(), reusing_array_pages(unmap_at_end=False):
             trace: Trace = module.read(Path(path), fmt=fmt, **options)
             trace = enrich(trace)
+        if directory is not None and Path(path) != directory:  # captures of one process: which one was read
+            trace.metadata.warnings.extend(newest_captures(_directory_traces(directory, newest=False))[1])
     finally:
         # what the read freed in its threads' heaps (hundreds of MB), before analyses allocate, and the big arrays'
         # cached pages unless the caller holds a scope open for what follows (the CLI): by a thread of their own,

@@ -72,7 +72,7 @@ from .points import point_index_type as point_index_type
 from .points import unique_ints as unique_ints
 from .queue_waits import queue_waits
 from .typical_lags import DEFAULT_SYNC_OWN_NS, DEFAULT_WAKE_NS, typical_lags
-from .wait_edges import LaunchOrder, SyncRows, event_waits, sync_waits
+from .wait_edges import LaunchOrder, SyncRows, copies_ahead, event_waits, sync_waits
 from .wake_edges import wake_edges
 
 
@@ -134,6 +134,7 @@ class Graph:
     op_stream_typical: np.ndarray
     # typical lags per device (dict device -> ns), for remedies that change which edge binds
     typical: dict[str, dict[int, int]] = field(default_factory=dict)
+    call_copy_ahead: np.ndarray | None = None  # bool per call, or None: wait_edges.copies_ahead
 
     @property
     def size(self) -> int:
@@ -437,10 +438,8 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     w_src_parts, w_dst_parts = [], []
     # blocking copies
     blocking_copy = op_is_copy & (op_launch_call >= 0)
-    if n_calls:
-        blocking_copy &= pageable | sync_copy_name[np.maximum(op_launch_call, 0)]
-    else:
-        blocking_copy &= False
+    blocking_copy &= (pageable | sync_copy_name[np.maximum(op_launch_call, 0)]) if n_calls else False
+    call_copy_ahead = copies_ahead(blocking_copy, op_launch_call, ce, os_)  # (no wait edge of theirs)
     w_src_parts.append(op_end_pt[blocking_copy])
     n_copy_waits = int(blocking_copy.sum())
     w_dst_parts.append(2 * op_launch_call[blocking_copy] + 1)
@@ -569,6 +568,7 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
         call_waited=call_waited,
         call_is_sync=is_sync,
         call_is_marker=call_is_marker,
+        call_copy_ahead=call_copy_ahead,
         thread_keys=thread_keys,
         op_start=op_start_pt,
         op_end=op_end_pt,

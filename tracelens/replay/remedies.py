@@ -222,6 +222,31 @@ class Context:
         out.flags.writeable = False
         return out
 
+    def _one_time_lag(self, also: np.ndarray | None = None) -> np.ndarray:
+        """Per host point, the one-time work in its lag (the startup section's rows; of a first API call holding
+        one-time work, its excess over its name's later median, at the call's end), counted with the rows
+        ``also`` (ascending) as one union on each thread: a first input wait that is one-time counts once."""
+        g = self.graph
+        one_time = one_time_work(self.trace)
+        # a first API call holding one-time work (first_api) loses only its excess over the name's later median
+        rows = one_time.rows[one_time.reasons != FIRST_API]  # ascending, as the flagged rows are
+        out = self.host_overlap(rows if also is None else np.union1d(rows, also))
+        out[g.call_end] += np.maximum(one_time.excess_ns(g.call_row), 0)
+        return out
+
+    @cached_property
+    def one_time_overlap(self) -> np.ndarray:
+        """:meth:`_one_time_lag`: what the startup remedy removes (computed once; read only)."""
+        out = self._one_time_lag()
+        out.flags.writeable = False
+        return out
+
+    def kept_by_graphs(self) -> np.ndarray:
+        """Per host point, the lag a CUDA graph capture keeps: input waits (a graph does not load data) and
+        one-time work (autotuning, module loads, first allocations: a graph is captured after the warm-up, which
+        it does not shorten), as one union."""
+        return self._one_time_lag(self.input_rows) if self.has_input_waits else self.one_time_overlap
+
     # the synchronization and memcpy remedies' calls (:func:`_blocking_calls`), found once for both
     blocking_calls = cached_property(lambda self: _blocking_calls(self))
 
@@ -277,7 +302,9 @@ class Context:
                     )
         devices = np.unique(g.op_device)
         info = trace.device_info(int(devices[0])) if devices.size else {}
-        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
+        links = device_links(
+            info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"), info.get("vendor")
+        )
         for direction in ("HtoD", "DtoH"):
             if direction not in out and links.host_bytes_per_s:
                 out[direction] = links.host_bytes_per_s * PINNED_LINK_FRACTION
@@ -327,7 +354,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     launched = g.op_launch_call >= 0
     if not launched.any():
         return None, ""
-    keep = ctx.input_overlap if ctx.has_input_waits else 0  # input time stays: a graph does not load data
+    keep = ctx.kept_by_graphs()  # input waits and one-time work stay
     lag = g.lag.copy()
     # the host points but chain heads and the ends of calls an explicit wait set (a launch blocked on a full command
     # buffer is launch work: captured too, its queue wait kept)
@@ -361,10 +388,10 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({head_points.size:,} graphs): the host's framework and launch work (everything "
-        f"but input waits and blocking waits, host time with nothing recorded and one-time work included) is "
+        f"but input waits, blocking waits and one-time work, host time with nothing recorded included) is "
         f"replaced by one graph launch each, costing {how}; the GPU runs the same ops with the same durations, back "
-        f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs and input "
-        f"waits stay.{queue_text}"
+        f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs, input "
+        f"waits and one-time work (a graph is captured after the warm-up) stay.{queue_text}"
     )
 
 
@@ -377,7 +404,9 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     readback = np.zeros(n, bool)
     big_copy = np.zeros(n, bool)
     waits_on_copy = g.op_is_copy & (g.op_launch_call >= 0)
-    is_blocking = g.call_waits
+    # (a blocking-kind copy call that returned before its copy began holds no wait edge, and is the memcpy
+    # remedy's all the same: its copy becomes pinned)
+    is_blocking = g.call_waits if g.call_copy_ahead is None else g.call_waits | g.call_copy_ahead
     if waits_on_copy.any():
         cols = event_columns(ctx.trace)
         rows = g.op_row[waits_on_copy]
@@ -498,13 +527,9 @@ def communication(ctx: Context) -> tuple[Graph | None, str]:
 def startup(ctx: Context) -> tuple[Graph | None, str]:
     g = ctx.graph
     one_time = one_time_work(ctx.trace)
-    # a first API call holding one-time work (first_api) loses only its excess over the name's later median
-    rows = one_time.rows[one_time.reasons != FIRST_API]  # ascending, as the flagged rows are
-    if rows.size == 0 and one_time.first_api_rows.size == 0:
+    if not one_time.rows.size and not one_time.first_api_rows.size:
         return None, ""
-    removed = ctx.host_overlap(rows)
-    excess = np.maximum(one_time.excess_ns(g.call_row), 0)
-    removed[g.call_end] += excess
+    removed = ctx.one_time_overlap
     lag = np.maximum(g.lag - removed, 0)
     # a launching call's one-time time (a module load before the enqueue) delayed its ops by as much
     edge_lag = g.edge_lag

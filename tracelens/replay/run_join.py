@@ -56,6 +56,7 @@ _FIXED = (
     "call_waited",
     "call_is_sync",
     "call_is_marker",
+    "call_copy_ahead",
     "thread_keys",
     "op_start",
     "op_end",
@@ -264,6 +265,15 @@ class RunReplay:
                 "call_waited": cat("call_waited"),
                 "call_is_sync": cat("call_is_sync"),
                 "call_is_marker": cat("call_is_marker"),
+                # (None where no rank has such a call)
+                "call_copy_ahead": None
+                if all(g.call_copy_ahead is None for g in graphs)
+                else np.concatenate(
+                    [
+                        np.zeros(g.call_waits.size, bool) if g.call_copy_ahead is None else g.call_copy_ahead
+                        for g in graphs
+                    ]
+                ),
                 "thread_keys": cat("thread_keys"),
                 "op_start": cat("op_start", p_off),
                 "op_end": cat("op_end", p_off),

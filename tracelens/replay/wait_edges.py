@@ -17,6 +17,23 @@ from .points import NONE, unique_ints
 SYNC_MATCH_SLACK_NS = 1_000_000  # a recorded synchronization within this of its call belongs to it
 
 
+def copies_ahead(
+    blocking_copy: np.ndarray, op_launch_call: np.ndarray, call_end: np.ndarray, op_start: np.ndarray
+) -> np.ndarray:
+    """Per call, whether it is a blocking-kind copy call (``blocking_copy``: per op, pageable or a synchronous copy
+    name) that returned before its copy began; those ops are taken out of ``blocking_copy`` in place. A small
+    pageable host-to-device copy returns once its data is staged and the DMA runs later: the call did not wait
+    for it, so holds no wait edge (the edge's lead, longer than the copy, made the critical path run backwards
+    through it: "on the host: 104.7%", sync_waits negative). The memcpy remedy's calls all the same (their copies
+    become pinned)."""
+    copies = np.flatnonzero(blocking_copy)
+    ahead = copies[call_end[op_launch_call[copies]] < op_start[copies]]
+    blocking_copy[ahead] = False
+    calls = np.zeros(call_end.size, bool)
+    calls[op_launch_call[ahead]] = True
+    return calls
+
+
 def sync_waits(
     parts: tuple[list[np.ndarray], list[np.ndarray]],
     cols: EventColumns,

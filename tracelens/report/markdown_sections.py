@@ -36,6 +36,7 @@ from .markdown_blocks import (
 )
 from .sections import (
     STEP_TABLE_ROWS,
+    copied_bytes,
     device_mean,
     gpu_count,
     gpu_equivalents_of,
@@ -211,9 +212,11 @@ def _memcpy(doc: Document) -> Lines:
     by_kind = [k for k in memcpy.get("by_kind") or [] if isinstance(k, dict)]
     if not by_kind:
         return lines + ["No memory copies."]
+    copied = copied_bytes(memcpy)
     lines.append(
-        f"{counted(memcpy.get('count'), 'copy', 'copies')}, {fmt_bytes(memcpy.get('bytes'))}, "
-        f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
+        f"{counted(memcpy.get('count'), 'copy', 'copies')}"
+        + (f", {fmt_bytes(copied)}, " if copied is not None else " of unknown size, ")
+        + f"{fmt_ns(memcpy.get('duration_ns'))} summed; "
         f"{fmt_ns(memcpy.get('device_mean_exposed_ns'))} of copy time not overlapped by compute"
         + (" (per GPU, GPU-time weighted mean)." if len(doc.get("devices") or []) > 1 else ".")
     )
@@ -222,7 +225,7 @@ def _memcpy(doc: Document) -> Lines:
         [
             md(k.get("kind")),
             num(k.get("count")),
-            fmt_bytes(k.get("bytes")),
+            fmt_bytes(copied_bytes(k)),
             fmt_ns(k.get("duration_ns")),
             fmt_ns(k.get("device_mean_exposed_ns")),
             fmt_rate_bytes(k.get("achieved_bytes_per_s", per_second(k.get("bytes"), k.get("duration_ns")))),

@@ -44,6 +44,15 @@ def producer(src: Source | dict[str, Any]) -> str:
     return " ".join(x for x in (src.get("producer"), src.get("producer_version")) if x)
 
 
+def copied_bytes(part: Mapping[str, Any]) -> int | None:
+    """A memcpy block's ``bytes`` (the section, or one of its ``by_kind`` entries), None where none of its copies
+    has a recorded size (ROCm's Kineto copies): printed "-", not "0 B"."""
+    count, unknown = part.get("count"), part.get("unknown_bytes_count")
+    if unknown is None and isinstance(part.get("by_kind"), list):
+        unknown = sum(int(k.get("unknown_bytes_count") or 0) for k in part["by_kind"] if isinstance(k, dict))
+    return None if count and unknown == count else part.get("bytes")
+
+
 def busy_sentence(doc: Document) -> str:
     """The headline's utilization: "GPU busy 99.3%: kernels 2.3%, …" (``findings.utilization_sentence``)."""
     return utilization_sentence(cast(dict[str, Any], summary_of(doc))) or "GPU busy -"

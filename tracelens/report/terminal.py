@@ -35,6 +35,7 @@ from .sections import (
     bandwidth,
     busy_sentence,
     caveats,
+    copied_bytes,
     device_label,
     device_mean,
     gpu_count,
@@ -393,7 +394,7 @@ def _memcpy(doc: Document, console: Console) -> None:
         {"count", "bytes", "time", "bandwidth", "pageable"},
     )
     for k in by_kind:
-        nbytes, ns = k.get("bytes"), k.get("duration_ns")
+        nbytes, ns = copied_bytes(k), k.get("duration_ns")
         table.add_row(
             _t(k.get("kind")),
             num(k.get("count")),

@@ -24,7 +24,7 @@ from .cache import (
 )
 from .crossrank import COMPARABLE_CLOCKS, collective_analysis, imbalance_analysis, step_analysis
 from .executors import Task, run_dask, run_inline, run_local
-from .inputs import expand_paths, resolve_ranks
+from .inputs import capture_notes, expand_paths, resolve_ranks
 from .queries import RunEvents, query_collectives, query_gpu_work, query_steps
 
 RUN_SCHEMA_VERSION = "1.0"
@@ -101,7 +101,7 @@ def analyze_run(
             "event_count": result["event_count"],
         }
     write_manifest(cache, manifest)
-    doc = build_run_document([r for r, _, _ in good], ranks, rank_warnings, cache)
+    doc = build_run_document([r for r, _, _ in good], ranks, capture_notes(paths) + rank_warnings, cache)
     if failures:  # in the document too, so that the report (a PR comment) does not read as the whole run
         shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..ingest.captures import newest_captures
 
 # Files a run directory may hold, one trace each (a TF logdir is one trace, read by the xplane reader).
 RUN_FILE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".parquet")
@@ -26,18 +27,30 @@ def _is_trace_file(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(TRACE_FILE_SUFFIXES)
 
 
-def _run_files(directory: Path) -> list[Path]:
+def _run_files(directory: Path, newest: bool = True) -> list[Path]:
     """The directory's trace files: not an analysis document saved beside them (``analyze DIR -o DIR/x.json``, a
-    diff's JSON), which would read as a rank whose trace failed, the run then exiting 1 on its own output."""
+    diff's JSON), which would read as a rank whose trace failed, the run then exiting 1 on its own output; and
+    (``newest``) not a process's earlier Kineto captures where it has several (they are not ranks)."""
     from ..document import looks_like_document
 
-    return [
+    files = [
         f
         for f in directory.iterdir()
         if f.is_file()
         and not f.name.startswith(".")
         and f.name.lower().endswith(RUN_FILE_SUFFIXES)
         and not (f.name.lower().endswith(".json") and looks_like_document(f))
+    ]
+    return newest_captures(files)[0] if newest else files
+
+
+def capture_notes(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """Per run directory among ``paths``, a note per process whose earlier Kineto captures it left out."""
+    return [
+        note
+        for p in paths
+        if is_run_directory(p)
+        for note in newest_captures(_run_files(Path(p), newest=False))[1]
     ]
 
 

@@ -108,6 +108,14 @@ def _on_feeding_threads(ctx: Context, category: str) -> list[dict[str, Any]] | N
     return top_of(event_columns(ctx.trace).names, count[1:], total[1:], TOP_NAMES)
 
 
+def _top_names(ctx: Context, category: str) -> list[dict[str, Any]]:
+    """The feeding threads' top names of ``category`` where they were summed, else the trace-wide top. An empty
+    list from the feeding threads stands: a launching thread that ran no framework op has no name to give (the
+    trace-wide top named a DataLoader worker process's "aten::to" as the launching thread's host time)."""
+    on_feeding = _on_feeding_threads(ctx, category)
+    return on_feeding if on_feeding is not None else top_host_names(ctx.trace, category)
+
+
 def evidence(ctx: Context) -> Evidence:
     launch = ctx.section("launch")
     graphs = launch.get("cuda_graphs") or {}
@@ -128,8 +136,8 @@ def evidence(ctx: Context) -> Evidence:
         "issue_to_execution": (launch.get("rates") or {}).get("issue_to_execution"),
         "cuda_graphs": graphs.get("in_use"),
         "ops_outside_graphs": ops_outside,
-        "top_cpu_ops": _on_feeding_threads(ctx, CPU) or top_host_names(ctx.trace, CPU),
-        "top_launch_calls": _on_feeding_threads(ctx, LAUNCH) or top_host_names(ctx.trace, LAUNCH),
+        "top_cpu_ops": _top_names(ctx, CPU),
+        "top_launch_calls": _top_names(ctx, LAUNCH),
         # Which op's kernels the host spends its launches on (an unfused optimizer step: thousands).
         "launching_ops": ops.diagnosis_ops(ctx.trace).launching_ops,
         "optimizer_step": ops.diagnosis_ops(ctx.trace).optimizer_step,

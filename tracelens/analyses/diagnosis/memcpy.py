@@ -109,6 +109,7 @@ KIND_FIELDS = (
     "sync_ns",
     "async_ns",
     "achieved_bytes_per_s",
+    "unknown_bytes_count",
 )
 
 
@@ -222,7 +223,15 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
             rate = f" at {fmt_bytes(k['achieved_bytes_per_s'])}/s" if k.get("achieved_bytes_per_s") else ""
             how = " and ".join(x for x in (memory, mode) if x)
             noun = "copy" if k["count"] == 1 else "copies"
-            text += f": mostly {k['count']:,} {k['kind']} {noun} of {fmt_bytes(k['bytes'])}{rate}" + (
+            unknown = k.get("unknown_bytes_count") or 0
+            size = (
+                "unknown size"  # ROCm's Kineto writes copies without bytes
+                if unknown >= k["count"]
+                else f"{fmt_bytes(k['bytes'])} ({unknown:,} of unknown size)"
+                if unknown
+                else fmt_bytes(k["bytes"])
+            )
+            text += f": mostly {k['count']:,} {k['kind']} {noun} of {size}{rate}" + (
                 f", {how}" if how else ""
             )
             if ev.get("link_fraction") is not None:

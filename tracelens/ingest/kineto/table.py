@@ -431,8 +431,8 @@ class Columns:
         warnings = []
         if self.counts["lenient_blocks"]:
             warnings.append(
-                "some events had fields of unexpected types; unreadable values were left empty"
-                + (f" (first: {self.problem})" if self.problem else "")
+                "some events had fields of unexpected types; numbers written as strings were read, other such "
+                "values left empty" + (f" (first: {self.problem})" if self.problem else "")
             )
         metadata = TraceMetadata(
             source_format="kineto",
