@@ -10,7 +10,9 @@ Device-reported values (the trace's device table) override these where present; 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 KIB = 1024
 
@@ -180,6 +182,17 @@ class CollectiveLink:
     peak_bytes_per_s: float | None
     source: str | None
     unknown_reason: str | None
+
+
+def links_of_device(info: Mapping[str, Any]) -> DeviceLinks:
+    """:func:`device_links` of a row of the trace's device table (``Trace.device_info``): its name, compute
+    capability, reported memory bandwidth and vendor read by their column names in one place."""
+    return device_links(
+        info.get("name"),
+        info.get("compute_major"),
+        info.get("memory_bandwidth_bytes_per_s"),
+        info.get("vendor"),
+    )
 
 
 def collective_link(name: str | None, compute_major: int | None) -> CollectiveLink:

@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import intervals
 from ..arrow_read import arrow_codes, arrow_floats, arrow_ints
-from ..gpu_specs import device_links
+from ..gpu_specs import links_of_device
 from ..trace import ALL_KINDS, DRIVER, MEMCPY, RUNTIME, Trace
 from ..values import is_member, sorted_distinct
 from .blocks import rows_of_kind_at
@@ -636,12 +636,7 @@ def memcpy_report(trace: Trace) -> dict[str, Any]:
         union, exposed = _exposed(starts[dm], ends[dm], kernel_busy)
         kernel_union[dev] = int((kernel_busy[1] - kernel_busy[0]).sum())
         info = trace.device_info(dev)
-        links = device_links(
-            info.get("name"),
-            info.get("compute_major"),
-            info.get("memory_bandwidth_bytes_per_s"),
-            info.get("vendor"),
-        )
+        links = links_of_device(info)
         dev_kinds = []
         for kind in sorted((labels[i] for i in np.unique(kind_code[dm])), key=_kind_sort_key):
             m = dm & kind_mask[kind]

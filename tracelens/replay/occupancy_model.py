@@ -35,7 +35,7 @@ from ..analyses.names import code_mask, is_collective_kernel, is_library_kernel
 from ..analyses.occupancy import LOW_OCCUPANCY
 from ..analyses.ops import op_of_gpu_ops
 from ..enrich import KernelOccupancy
-from ..gpu_specs import device_links
+from ..gpu_specs import links_of_device
 from ..occupancy_calc import LIMIT_BLOCKS, LIMIT_WARPS
 from ..trace import Trace
 from ..values import dense_codes
@@ -190,7 +190,7 @@ def _traffic_floor(trace: Trace, g: Graph, ops: np.ndarray, recorded: np.ndarray
     devices = g.op_device[alone]
     for dev in unique_ints(devices):  # a loop over devices
         info = trace.device_info(int(dev))
-        links = device_links(info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"))
+        links = links_of_device(info)
         if links.memory_bytes_per_s:
             bandwidth[devices == dev] = links.memory_bytes_per_s
     with np.errstate(invalid="ignore"):

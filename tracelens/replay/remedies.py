@@ -25,7 +25,7 @@ from ..analyses.names import (
 )
 from ..analyses.startup import FIRST_API, LONG_LAUNCH, host_categories, one_time_work
 from ..analyses.step_arrays import step_window_arrays
-from ..gpu_specs import device_links
+from ..gpu_specs import links_of_device
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
 from .call_names import lower_is, text_mask
 from .collectives import overlap_collectives
@@ -302,9 +302,7 @@ class Context:
                     )
         devices = np.unique(g.op_device)
         info = trace.device_info(int(devices[0])) if devices.size else {}
-        links = device_links(
-            info.get("name"), info.get("compute_major"), info.get("memory_bytes_per_s"), info.get("vendor")
-        )
+        links = links_of_device(info)
         for direction in ("HtoD", "DtoH"):
             if direction not in out and links.host_bytes_per_s:
                 out[direction] = links.host_bytes_per_s * PINNED_LINK_FRACTION

@@ -39,9 +39,7 @@ def roofline(
         return None
     devices = list(device_busy(trace))
     info = trace.device_info(devices[0])
-    links = gpu_specs.device_links(
-        info.get("name"), info.get("compute_major"), info.get("memory_bandwidth_bytes_per_s")
-    )
+    links = gpu_specs.links_of_device(info)
     if not links.memory_bytes_per_s:
         return None
     peak = compute["peak_flops_per_s"] / len(devices)  # one device's (kernels of an op run on one)
