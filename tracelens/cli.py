@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from . import __version__, process
-from .errors import TracelensError
-from .outputs import refuse_input_as_output, writing
+from .errors import TracelensError, shown
+from .outputs import check_files, writing
 
 if TYPE_CHECKING:
     from .document import Document, RunDocument
@@ -30,6 +30,9 @@ FORMATS = ("terminal", "json", "markdown")
 
 
 def _write_output(text: str, output: str | None) -> None:
+    text = shown(
+        text
+    )  # a path named with bytes that are not UTF-8 (the report's title): each such byte as \xNN
     if output is None or output == "-":
         click.echo(text, nl=False)
     else:
@@ -165,7 +168,7 @@ def analyze(
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
-    refuse_input_as_output(output, paths)
+    check_files(output, paths)
     _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
     doc: Document  # a run's document is a Document with the run's keys
@@ -358,7 +361,7 @@ def report(
 ) -> None:
     """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a run directory,
     one trace per rank, or a document saved with analyze --format json)."""
-    refuse_input_as_output(output, [path])
+    check_files(output, [path])
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
     doc, failures = _document(path, run_name=run_name)
@@ -384,7 +387,7 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     trace metadata travel only in Parquet)."""
     from . import load
 
-    refuse_input_as_output(output, [path])
+    check_files(output, [path])
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
     options = {"run": run_name} if run_name else {}
@@ -454,7 +457,7 @@ def diff(
     from .report.diff_renderer import render_diff
     from .report.terminal import terminal_width
 
-    refuse_input_as_output(output, [base, head])
+    check_files(output, [base, head])
     fmt = fmt or format_for_path(output)
     (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
     with _saved_documents_checked([base, head]):
@@ -494,7 +497,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
     from .replay.annotate import write_annotated, write_annotated_run
     from .run import expand_paths, is_run_directory, resolve_ranks
 
-    refuse_input_as_output(output, [path])
+    check_files(output, [path])
     _refuse_run_option([path], run_name)
     options = {"run": run_name} if run_name else {}
     if is_run_directory(path):
@@ -537,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="tracelens", standalone_mode=False)
     except TracelensError as err:
-        click.echo(f"tracelens: {err}", err=True)
+        click.echo(shown(f"tracelens: {err}"), err=True)
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("tracelens: aborted", err=True)
@@ -549,12 +552,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except Exception as err:  # a bug: still one line, the traceback only on request
-        if os.environ.get("TRACELENS_DEBUG"):
+    except Exception as err:
+        if isinstance(err, OSError) and err.filename is not None:
+            # A file the command needs and the OS refuses (a run's rank without read permission): one line naming it.
+            click.echo(
+                f"tracelens: {shown(os.fsdecode(err.filename))}: cannot read: {err.strerror or err}", err=True
+            )
+            return 2
+        if os.environ.get("TRACELENS_DEBUG"):  # a bug: still one line, the traceback only on request
             raise
         click.echo(
-            f"tracelens: internal error: {type(err).__name__}: {err} "
-            "(set TRACELENS_DEBUG=1 for the traceback)",
+            shown(
+                f"tracelens: internal error: {type(err).__name__}: {err} (set TRACELENS_DEBUG=1 for the traceback)"
+            ),
             err=True,
         )
         return 3
