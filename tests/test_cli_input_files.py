@@ -132,3 +132,41 @@ def test_a_run_directory_named_with_non_utf8_bytes_is_read(
     assert main(["analyze", run, "--format", "json", "--workers", "1"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert [r["path"] for r in doc["ranks"]] == [f"{tmp_path}/{SHOWN}/rank{r}.json" for r in (0, 1)]
+
+
+# --------------------------------------------------------------------------- --png where no PNG can be written
+
+
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (["analyze", str(TRACE), "--png"], "a markdown report written to a file"),  # terminal, stdout
+        (["analyze", str(TRACE), "--png", "-f", "markdown"], "a markdown report written to a file"),  # stdout
+        (["analyze", str(TRACE), "--png", "-o", "{tmp}/a.json"], "a markdown report written to a file"),
+        (["report", str(TRACE), "--png"], "a markdown report written to a file"),
+        (["report", str(TRACE), "--png", "-o", "-"], "a markdown report written to a file"),
+        (["report", str(TRACE), "--png", "-o", "{tmp}/r.json"], "a markdown report written to a file"),
+        (["report", str(TRACE), "--png", "--no-plots", "-o", "{tmp}/r.md"], "--no-plots"),
+    ],
+)
+def test_png_where_no_png_can_be_written_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], reason: str
+) -> None:
+    """--png was ignored without a word (no PNG written, exit 0) without -o FILE.md, or with --no-plots."""
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tracelens: --png") and reason in err, err
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+
+
+def test_png_of_a_trace_without_a_gpu_timeline_says_none_was_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.md"
+    assert main(["report", str(FIXTURES / "completeness" / "cpu_only.json"), "--png", "-o", str(out)]) == 0
+    assert (
+        capsys.readouterr().err
+        == f"tracelens: --png: no plot written: the trace has no GPU timeline\nwrote {out}\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]

@@ -21,7 +21,7 @@ import click
 
 from . import __version__, process
 from .errors import TracelensError, shown
-from .outputs import check_files, writing
+from .outputs import check_files, refuse_png, writing
 
 if TYPE_CHECKING:
     from .document import Document, RunDocument
@@ -48,6 +48,8 @@ def _write_report(
     from .report import figures, render
 
     pngs = figures(doc, fmt, output, plots=plots, png=png)
+    if png and not pngs:
+        click.echo("tracelens: --png: no plot written: the trace has no GPU timeline", err=True)
     options: dict[str, Any] = {}
     if fmt == "terminal":  # only the terminal report has a width (and imports rich): not for JSON or markdown
         from .report.terminal import terminal_width
@@ -171,6 +173,7 @@ def analyze(
     check_files(output, paths)
     _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
+    refuse_png(png, fmt, output, plots=not no_plots)
     doc: Document  # a run's document is a Document with the run's keys
     if (
         len(paths) > 1
@@ -364,6 +367,7 @@ def report(
     check_files(output, [path])
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
+    refuse_png(png, fmt, output, plots=not no_plots)
     doc, failures = _document(path, run_name=run_name)
     with _saved_documents_checked([path]):
         _write_report(cast("Document", doc), fmt, output, plots=not no_plots, png=png)

@@ -88,3 +88,19 @@ def readable_input(path: str) -> None:
             pass
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+
+
+def refuse_png(png: bool, fmt: str, output: str | None, *, plots: bool) -> None:
+    """``--png`` writes the plot beside a markdown report written to a file (``-o FILE.md``); anywhere else, or with
+    ``--no-plots``, no PNG could be written: a usage error before anything is read, not an option ignored."""
+    from .errors import UsageError
+
+    if not png:
+        return
+    if not plots:
+        raise UsageError("--png: no plot is written with --no-plots; leave out one of the two")
+    if fmt != "markdown" or output in (None, "-"):
+        raise UsageError(
+            "--png writes the plot beside a markdown report written to a file: add -o FILE.md "
+            f"(this writes {fmt} to {'stdout' if output in (None, '-') else output})"
+        )
