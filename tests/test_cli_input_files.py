@@ -170,3 +170,23 @@ def test_png_of_a_trace_without_a_gpu_timeline_says_none_was_written(
         == f"tracelens: --png: no plot written: the trace has no GPU timeline\nwrote {out}\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.md"]
+
+
+def test_convert_of_a_run_directory_names_the_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """convert writes one trace's table; on a directory of ranks' traces named as torch.profiler names them it said
+    "trace.json holds no host or GPU events" (the directory read as a TensorFlow logdir, whose hosts write
+    <host>.trace.json.gz)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for rank in (0, 1):
+        shutil.copy(FIXTURES / "demo.pt.trace.json.gz", run / f"rank{rank}.pt.trace.json.gz")
+    _one_line_exit_2(
+        ["convert", str(run), "-o", str(tmp_path / "t.parquet")],
+        str(run),
+        capsys,
+        "directory holds 2 traces, one per rank (rank0.pt.trace.json.gz, rank1.pt.trace.json.gz): convert writes "
+        "one trace's table; name the one to convert",
+    )
+    assert not (tmp_path / "t.parquet").exists()

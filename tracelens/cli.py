@@ -21,7 +21,7 @@ import click
 
 from . import __version__, process
 from .errors import TracelensError, shown
-from .outputs import check_files, refuse_png, writing
+from .outputs import check_files, refuse_png, refuse_run_directory, writing
 
 if TYPE_CHECKING:
     from .document import Document, RunDocument
@@ -394,6 +394,7 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     check_files(output, [path])
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
+    refuse_run_directory(path, "convert", "writes one trace's table")
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
     if fmt == "csv":

@@ -104,3 +104,23 @@ def refuse_png(png: bool, fmt: str, output: str | None, *, plots: bool) -> None:
             "--png writes the plot beside a markdown report written to a file: add -o FILE.md "
             f"(this writes {fmt} to {'stdout' if output in (None, '-') else output})"
         )
+
+
+def refuse_run_directory(path: str, command: str, does: str) -> None:
+    """``command`` reads one trace: a directory of ranks' traces (``analyze DIR``'s run) is refused naming them
+    (torch.profiler's ``*.pt.trace.json.gz`` otherwise read as a TensorFlow logdir's ``<host>.trace.json.gz``:
+    "trace.json holds no host or GPU events")."""
+    if not os.path.isdir(path):
+        return
+    from .run import expand_paths, is_run_directory
+
+    if is_run_directory(path):
+        from .errors import UsageError
+
+        files = [f.name for f in expand_paths([path])]
+        named = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
+        raise UsageError(
+            f"directory holds {len(files)} traces, one per rank ({named}): {command} {does}; name the one to "
+            f"{command}",
+            path=path,
+        )
