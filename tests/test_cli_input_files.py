@@ -190,3 +190,21 @@ def test_convert_of_a_run_directory_names_the_traces(
         "one trace's table; name the one to convert",
     )
     assert not (tmp_path / "t.parquet").exists()
+
+
+@pytest.mark.parametrize("out", ["a file", "under a file"])
+def test_record_into_a_folder_it_cannot_create_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, out: str
+) -> None:
+    """record --out naming a file (or a folder under one) was "internal error: FileExistsError" (exit 3)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nsys").write_text("#!/bin/sh\nexit 0\n")  # never reached: the folder comes first
+    (bin_dir / "nsys").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    existing = tmp_path / "existing"
+    existing.write_text("")
+    target = existing if out == "a file" else existing / "sub"
+    _one_line_exit_2(
+        ["record", "--out", str(target), "--", "true"], str(target), capsys, "cannot create the folder"
+    )

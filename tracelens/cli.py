@@ -560,9 +560,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:
         if isinstance(err, OSError) and err.filename is not None:
             # A file the command needs and the OS refuses (a run's rank without read permission): one line naming it.
-            click.echo(
-                f"tracelens: {shown(os.fsdecode(err.filename))}: cannot read: {err.strerror or err}", err=True
-            )
+            click.echo(f"tracelens: {shown(os.fsdecode(err.filename))}: {err.strerror or err}", err=True)
             return 2
         if os.environ.get("TRACELENS_DEBUG"):  # a bug: still one line, the traceback only on request
             raise
