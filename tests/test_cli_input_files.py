@@ -208,3 +208,22 @@ def test_record_into_a_folder_it_cannot_create_is_one_line(
     _one_line_exit_2(
         ["record", "--out", str(target), "--", "true"], str(target), capsys, "cannot create the folder"
     )
+
+
+@pytest.mark.parametrize("command", ["convert", "annotate"])
+def test_a_saved_analysis_document_is_no_trace_to_convert_or_annotate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """convert and annotate need the events: on a document saved with analyze --format json they said "not a
+    PyTorch profiler trace: JSON object without a 'traceEvents' list", as if the file were a broken trace."""
+    doc = tmp_path / "analysis.json"
+    assert main(["analyze", str(TRACE), "--format", "json", "-o", str(doc)]) == 0
+    capsys.readouterr()
+    out = tmp_path / ("t.parquet" if command == "convert" else "a.json")
+    _one_line_exit_2(
+        [command, str(doc), "-o", str(out)],
+        str(doc),
+        capsys,
+        f"a tracelens analysis document (analyze --format json), not a trace: {command} needs the trace it was made from",
+    )
+    assert not out.exists()

@@ -21,7 +21,7 @@ import click
 
 from . import __version__, process
 from .errors import TracelensError, shown
-from .outputs import check_files, refuse_png, refuse_run_directory, writing
+from .outputs import check_files, refuse_document, refuse_png, refuse_run_directory, writing
 
 if TYPE_CHECKING:
     from .document import Document, RunDocument
@@ -395,6 +395,7 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
     refuse_run_directory(path, "convert", "writes one trace's table")
+    refuse_document(path, "convert")
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
     if fmt == "csv":
@@ -504,6 +505,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
 
     check_files(output, [path])
     _refuse_run_option([path], run_name)
+    refuse_document(path, "annotate")
     options = {"run": run_name} if run_name else {}
     if is_run_directory(path):
         files = expand_paths([path])

@@ -106,6 +106,21 @@ def refuse_png(png: bool, fmt: str, output: str | None, *, plots: bool) -> None:
         )
 
 
+def refuse_document(path: str, command: str) -> None:
+    """``command`` needs a trace's events: a document saved with ``analyze --format json`` (detected by content)
+    is refused as what it is, not read as a broken PyTorch trace ("JSON object without a 'traceEvents' list")."""
+    from .document import looks_like_document
+
+    if os.path.isfile(path) and looks_like_document(path):
+        from .errors import InputError
+
+        raise InputError(
+            f"a tracelens analysis document (analyze --format json), not a trace: {command} needs the trace it was "
+            "made from",
+            path=path,
+        )
+
+
 def refuse_run_directory(path: str, command: str, does: str) -> None:
     """``command`` reads one trace: a directory of ranks' traces (``analyze DIR``'s run) is refused naming them
     (torch.profiler's ``*.pt.trace.json.gz`` otherwise read as a TensorFlow logdir's ``<host>.trace.json.gz``:
