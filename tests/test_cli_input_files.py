@@ -227,3 +227,16 @@ def test_a_saved_analysis_document_is_no_trace_to_convert_or_annotate(
         f"a tracelens analysis document (analyze --format json), not a trace: {command} needs the trace it was made from",
     )
     assert not out.exists()
+
+
+def test_a_report_written_under_a_non_utf8_name_links_its_plot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report -o <non-UTF-8 name>.md --png was "internal error: UnicodeEncodeError" (the plot's link could not be
+    percent-encoded). The link encodes the file name's bytes (%FF), so it opens the PNG written beside it."""
+    out = os.fsdecode(os.path.join(os.fsencode(tmp_path), NON_UTF8 + b".md"))
+    assert main(["report", str(FIXTURES / "demo.pt.trace.json.gz"), "-o", out, "--png"]) == 0
+    assert capsys.readouterr().err == f"wrote {tmp_path}/{SHOWN}.md\n"
+    plot = os.path.join(os.fsencode(tmp_path), NON_UTF8 + b".utilization.png")
+    assert open(plot, "rb").read(4) == b"\x89PNG"
+    assert "](tr%FFce%FE.utilization.png)" in Path(out).read_text(encoding="utf-8")

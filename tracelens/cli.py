@@ -38,7 +38,7 @@ def _write_output(text: str, output: str | None) -> None:
     else:
         with writing(output):
             Path(output).write_text(text, encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+        click.echo(f"wrote {shown(output)}", err=True)
 
 
 def _write_report(
@@ -404,14 +404,14 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
         with writing(output):
             pyarrow.csv.write_csv(trace.events, output)
         click.echo(
-            f"wrote {output} ({trace.num_events:,} events; CSV holds the event table only: the device "
+            f"wrote {shown(output)} ({trace.num_events:,} events; CSV holds the event table only: the device "
             "table and metadata need Parquet)",
             err=True,
         )
     else:
         with writing(output):
             trace.save(output)
-        click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
+        click.echo(f"wrote {shown(output)} ({trace.num_events:,} events)", err=True)
     _raise_partial_failure({}, _unread_hosts(trace.metadata.extra))
 
 
@@ -525,7 +525,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         doc = dict(run_analyses(trace))
         with writing(output):
             count = write_annotated(trace, doc, output)
-    click.echo(f"wrote {output} ({count:,} events)", err=True)
+    click.echo(f"wrote {shown(output)} ({count:,} events)", err=True)
     _raise_partial_failure({}, failures)
 
 

@@ -115,9 +115,11 @@ def code(text: object, *, in_table: bool = False) -> str:
 def link(text: object, destination: str, *, image: bool = False) -> str:
     """A markdown link (or ``image``) whose text shows ``text`` as written and whose destination is
     percent-encoded (spaces, parentheses and ``<>`` included, so it cannot end the link early)."""
+    import os
     from urllib.parse import quote
 
-    return f"{'!' if image else ''}[{md(text)}]({quote(destination, safe='/:#?&=%')})"
+    # os.fsencode: a file name whose bytes are not UTF-8 is encoded as those bytes (%FF), which name the file
+    return f"{'!' if image else ''}[{md(text)}]({quote(os.fsencode(destination), safe='/:#?&=%')})"
 
 
 def html_text(text: object) -> str:
