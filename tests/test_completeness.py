@@ -268,7 +268,7 @@ def test_gate_fails_when_head_lost_its_kernels(capsys: pytest.CaptureFixture) ->
     code, result, err = _diff(capsys, GOOD, head, "--fail-on-regression", "5")
     assert code == 1
     assert err == [
-        f"tracelens: inconclusive: HEAD ({head}) cannot answer: 1 kernel launch calls and no kernel recorded "
+        f"tracelens: inconclusive: HEAD ({head}) cannot answer: 1 kernel launch call and no kernel recorded "
         "(the profiler lost the kernels) (--allow-inconclusive to pass)"
     ]
     assert result["verdict"] == "inconclusive"
@@ -285,6 +285,51 @@ def test_gate_names_the_base_side_and_partial_loss(capsys: pytest.CaptureFixture
     assert result["base"]["incomplete_reason"] == (
         "6 of 10 launch calls start after the last recorded GPU op (the GPU side stops early)"
     )
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        # make_completeness.py: kernels 1-3 of 4 have no or a negative dur (read as 0)
+        (
+            "gpu_ops_without_duration",
+            "3 of 4 GPU ops have no duration (a missing or negative dur: their busy time is lost)",
+        ),
+        # each of the 4 kernels starts 992 us before its launch call began
+        (
+            "gpu_clock_skew",
+            "4 of 4 GPU ops start before the call that launched them began, by 992 µs at the median (the GPU's "
+            "clock is not the host's)",
+        ),
+    ],
+)
+def test_gate_words_the_newer_blocking_problems(
+    capsys: pytest.CaptureFixture, case: str, reason: str
+) -> None:
+    """The diff named these two by their kind alone ("HEAD (...) cannot answer: gpu_clock_skew")."""
+    head = CASES / f"{case}.json"
+    code, result, err = _diff(capsys, GOOD, head, "--fail-on-regression", "5")
+    assert code == 1
+    assert result["head"]["incomplete_reason"] == reason
+    assert err == [
+        f"tracelens: inconclusive: HEAD ({head}) cannot answer: {reason} (--allow-inconclusive to pass)"
+    ]
+
+
+def test_every_blocking_problem_is_worded_in_the_diff(capsys: pytest.CaptureFixture) -> None:
+    """No completeness case that cannot answer is summarised by its bare kind (an identifier with "_")."""
+    from tracelens.analyses.completeness import KINDS
+
+    blocked = 0
+    for head in sorted(CASES.glob("*.json")):
+        code, result, _ = _diff(capsys, GOOD, head)
+        reason = result["head"]["incomplete_reason"]
+        if reason is not None:
+            blocked += 1
+            assert not any(kind in reason for kind in KINDS), (head.name, reason)
+    assert (
+        blocked == 7
+    )  # cpu_only, the two GPU sides lost, starts late, kernels lost, no duration, clock skew
 
 
 def test_allow_inconclusive_passes_and_no_gate_no_failure(capsys: pytest.CaptureFixture) -> None:

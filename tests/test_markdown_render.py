@@ -5,6 +5,11 @@
   never as HTML: ``<script>`` arrives HTML-escaped.
 - Code spans (cause names) hold the name itself: no backslash or entity inside (GitHub shows them literally).
 - Every table row splits into its header's cell count, as GFM splits it; every source table is a table.
+- Nothing a name holds becomes a link, a mention, an emoji or math on GitHub: GitHub turns text outside code into
+  mentions (``@user``, ``@org/team``), issue and commit references (``#123``, ``GH-1``, ``owner/repo#1``, a 7-40
+  digit hex word), emoji (``:tada:``, also ``::x::`` in a C++ name) and URLs (``https://``, ``www.``, e-mail),
+  and ``$...$`` into math. Checked with those patterns (GitHub's filters run on the HTML's text, skipping code)
+  on every text run the rendered report shows outside code; ``$`` must reach the parser escaped.
 - A report, and a diff, stay under 60,000 characters (GitHub refuses comments over 65,536), proved on a
   synthetic 5,000-step Kineto trace written here.
 """
@@ -33,6 +38,19 @@ from tracelens.report.units import fmt_ns
 from tracelens.trace import Trace
 
 GFM = MarkdownIt("commonmark").enable(["table", "strikethrough"])
+# The same parser with escapes kept as their own tokens (text_join merges them into the text): where "$" came
+# from "\\$" (no math) and where it came unescaped (GitHub's math).
+GFM_ESCAPES = MarkdownIt("commonmark").enable(["table", "strikethrough"]).disable("text_join")
+
+# What GitHub makes of text outside code (its mention, reference, emoji and autolink filters, and cmark-gfm's
+# autolink extension), written from GitHub's documentation of autolinked references; broader, not narrower.
+GITHUB_AUTO = {
+    "mention": re.compile(r"@[A-Za-z0-9]"),
+    "issue": re.compile(r"#\d|\bGH-\d", re.IGNORECASE),
+    "commit": re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{7,40}(?![0-9A-Za-z])"),
+    "emoji": re.compile(r":[\w+-]+:"),
+    "url": re.compile(r"://|(?<![0-9A-Za-z])www\.", re.IGNORECASE),
+}
 
 ALL_TRACES = (
     shared_params("nsys", "*.sqlite")
@@ -58,6 +76,14 @@ NASTY = [
     "# heading_like " + "y" * 60,
     "- list_like [link](http://e.x) ~~s~~ " + "z" * 40,
     "1. numbered <b>bold</b> & co " + "w" * 50,
+]
+# Names GitHub would otherwise turn into pings, references, emoji, links or math.
+GITHUB_NAMES = [
+    "@octocat_kernel ping @github/security-team",
+    "fix #123 GH-45 owner/repo#7 1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b " + "q" * 30,
+    ":tada: kernel<at::x::y>{lambda()#1} :+1:",
+    "https://evil.example/x www.evil.example mail user@example.com",
+    "sum $x^2$ and $$y$$ " + "m" * 50,
 ]
 
 
@@ -110,9 +136,35 @@ def _cells(line: str) -> list[str]:
     return cells
 
 
+def auto_references(text: str) -> list[str]:
+    """What GitHub would turn into a mention, reference, emoji, link or math in ``text``: each text run outside
+    code (GitHub's filters skip code and read each HTML text node), and each ``$`` that reaches the text
+    unescaped."""
+    found: list[str] = []
+    for tok in GFM_ESCAPES.parse(text):
+        if tok.type != "inline":
+            continue
+        runs, run = [], ""
+        for child in tok.children or []:
+            if child.type in ("text", "text_special"):
+                run += child.content
+                if child.type == "text" and "$" in child.content:
+                    found.append(f"math: {child.content!r}")
+            else:  # code, emphasis, a break: another text node
+                runs.append(run)
+                run = ""
+        runs.append(run)
+        for r in runs:
+            found.extend(
+                f"{kind}: {m.group(0)!r} in {r!r}" for kind, p in GITHUB_AUTO.items() for m in p.finditer(r)
+            )
+    return found
+
+
 def check_github_view(text: str) -> dict[str, Any]:
     """The checks every report and diff passes."""
     assert len(text) <= MAX_CHARS, len(text)
+    assert auto_references(text) == []
     view = rendered(text)
     assert "<script" not in view["html"].lower()
     tags = set(re.findall(r"</?([a-zA-Z][a-zA-Z0-9]*)", view["html"]))
@@ -211,6 +263,31 @@ def test_nasty_names_render_as_written() -> None:
     cause = doc["diagnosis"]["primary"]["cause"]
     assert cause in view["codes"]
     assert any("_" in c for c in view["codes"])
+
+
+def test_github_auto_references_in_names_render_as_written() -> None:
+    """A kernel, op or range name holding a mention, an issue or commit reference, emoji, a URL or math shows as
+    written (the zero-width spaces that break GitHub's patterns are invisible), pinging and linking nothing."""
+    rows = [
+        {**r, "name": GITHUB_NAMES[NASTY.index(r["name"])]} if r["name"] in NASTY else r
+        for r in nasty_trace().events.to_pylist()
+    ]
+    for text in (
+        render(analyze(Trace.from_rows(rows)), plots=False),
+        render_diff(compare(analyze(nasty_trace()), analyze(Trace.from_rows(rows)))),
+    ):
+        view = check_github_view(text)
+        for name in GITHUB_NAMES:
+            assert name in view["text"], name
+    # Each pattern alone, whichever of its characters it starts with.
+    from tracelens.report.escape import html_text, md
+
+    for name in GITHUB_NAMES + ["x::ok::y", "GH-1", "gh-2", "WWW.E.COM", "ftp://e", "deadbeef1", "a@b"]:
+        assert auto_references(md(name)) == [], name
+        assert rendered(md(name))["text"].strip() == name, name
+        assert auto_references(f"<details><summary>{html_text(name)}</summary>\n\nx\n\n</details>") == [], (
+            name
+        )
 
 
 def test_diff_of_nasty_names_renders_as_written() -> None:

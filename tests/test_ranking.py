@@ -75,6 +75,26 @@ def test_gain_above_lost_time_is_capped_by_it():
     assert (out["predicted_gain_ns"], out["gain_basis"], out["rank_ns"]) == (9_000_000, "span", 2_000_000)
 
 
+def test_a_gain_above_lost_time_says_which_figure_ranks_it():
+    """The finding printed the replay's 90% beside a cause that loses 20% (the rtx3080 Nsight trace: "2.6%" lost,
+    "saves 92.4% of the span"; a serving trace: a 0.0% cause, "saves 94.5%") as if the 90% ranked it: it says
+    that its lost time, the smaller figure, ranks it."""
+    whatif = _whatif(
+        0, host_launch_overhead={"gain_share": 0.9, "step_gain_share": None, "predicted_step_ns": None}
+    )
+    out = ranking.with_gain(
+        _finding("host_launch_overhead", 2_000_000), BY_NAME["host_launch_overhead"], whatif, SPAN
+    )
+    diagnosis = {"span_ns": SPAN}
+    assert sentence(out, diagnosis).endswith(
+        "Replay: fixing it saves 90.0% of the span, more than its own lost time (20.0% of the span), which ranks it."
+    )
+    # A gain within the lost time ranks the cause: said as before.
+    whatif = _whatif(3, input_pipeline={"gain_share": 0.5, "step_gain_share": 0.3, "predicted_step_ns": 7e6})
+    out = ranking.with_gain(_finding("input_pipeline", 6_000_000), BY_NAME["input_pipeline"], whatif, SPAN)
+    assert sentence(out, diagnosis).endswith("Replay: fixing it saves 30.0% of the step (to 7 ms).")
+
+
 def test_a_remedy_that_costs_time_ranks_at_zero_and_a_non_positive_step_falls_back_to_the_span():
     whatif = _whatif(
         2,
@@ -208,7 +228,7 @@ def test_the_sentence_gives_the_predicted_step():
     share = primary["predicted_gain_ns"] / diagnosis["span_ns"]
     assert 0.8 < share < 1.0  # the replay's 90%: the after-trace measured 89.8% (tests/test_pairs.py)
     step_us = primary["predicted_step_ns"] / 1000
-    assert f"Replay: fixing it saves {100 * share:.1f}% of the step (to {step_us:.0f} µs)." in sentence(
+    assert f"Replay: fixing it saves {100 * share:.1f}% of the step (to {step_us:.0f} µs)" in sentence(
         primary, diagnosis
     )
 

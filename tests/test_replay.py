@@ -524,6 +524,45 @@ def test_remedy_lines_read_the_document() -> None:
     assert remedy_lines(no_steps) == ["fixing input_pipeline (input ready): span 2 s → 1.72 s (−14.0%)"]
 
 
+def test_the_replays_step_says_how_it_differs_from_the_step_markers_mean() -> None:
+    """The what-if section said "step 39.3 ms → 6.91 ms" under a report whose step time reads "mean 39.1 ms" (the
+    demo trace; the same in a run of its copies): two figures called the step, unexplained. The replay's step is
+    read where each step's work ends (docs/json.md, whatif.replay_error.recorded_step_ns); where it differs from
+    the markers' mean, a line says which is which."""
+    from tracelens.report.whatif_text import step_basis_line
+
+    doc = {
+        "summary": {"steps": {"mean_ns": 39_087_600}},
+        "whatif": {"replay_error": {"recorded_step_ns": 39_312_600.0}},
+    }
+    assert step_basis_line(doc) == (
+        "step: read where each step's work ends, 39.3 ms on average; the step markers' mean is 39.1 ms"
+    )
+    same = {"summary": {"steps": {"mean_ns": 39_312_600}}, "whatif": doc["whatif"]}
+    assert step_basis_line(same) is None
+    # A run: the ranks' mean step (each rank's markers), weighted by their step counts.
+    run = {
+        "summary": {"steps": None},
+        "ranks": [
+            {"mean_step_ns": 30_000_000, "step_count": 1},
+            {"mean_step_ns": 42_000_000, "step_count": 3},
+        ],
+        "whatif": doc["whatif"],
+    }
+    assert step_basis_line(run) == (
+        "step: read where each step's work ends, 39.3 ms on average; the step markers' mean is 39 ms"
+    )
+    assert step_basis_line({"summary": {"steps": None}, "whatif": doc["whatif"]}) is None
+    # The demo trace end to end: its 5 ProfilerStep markers last 38.29, 38.69, ..., 39.89 ms (mean 39.09 ms).
+    import tracelens
+    from tests.conftest import FIXTURES
+    from tracelens.report import render
+
+    demo = tracelens.analyze(tracelens.load(FIXTURES / "demo.pt.trace.json.gz"))
+    for fmt in ("markdown", "terminal"):
+        assert "the step markers' mean is 39.1 ms" in render(demo, fmt)
+
+
 def test_stream_wait_event_edge() -> None:
     # K1 on stream 7 [10_000, 1_010_000]; an event recorded after it, stream 9 told to wait for it, K2 launched
     # on stream 9 at 30_000 runs only after K1: [1_012_000, 1_112_000] (2 µs after K1's end).

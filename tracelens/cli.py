@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from . import __version__, process
-from .errors import TracelensError
-from .outputs import refuse_input_as_output, writing
+from .errors import TracelensError, shown
+from .outputs import check_files, refuse_document, refuse_png, refuse_run_directory, writing
 
 if TYPE_CHECKING:
     from .document import Document, RunDocument
@@ -30,12 +30,15 @@ FORMATS = ("terminal", "json", "markdown")
 
 
 def _write_output(text: str, output: str | None) -> None:
+    text = shown(
+        text
+    )  # a path named with bytes that are not UTF-8 (the report's title): each such byte as \xNN
     if output is None or output == "-":
         click.echo(text, nl=False)
     else:
         with writing(output):
             Path(output).write_text(text, encoding="utf-8")
-        click.echo(f"wrote {output}", err=True)
+        click.echo(f"wrote {shown(output)}", err=True)
 
 
 def _write_report(
@@ -45,6 +48,8 @@ def _write_report(
     from .report import figures, render
 
     pngs = figures(doc, fmt, output, plots=plots, png=png)
+    if png and not pngs:
+        click.echo("tracelens: --png: no plot written: the trace has no GPU timeline", err=True)
     options: dict[str, Any] = {}
     if fmt == "terminal":  # only the terminal report has a width (and imports rich): not for JSON or markdown
         from .report.terminal import terminal_width
@@ -165,9 +170,10 @@ def analyze(
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
-    refuse_input_as_output(output, paths)
+    check_files(output, paths)
     _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
+    refuse_png(png, fmt, output, plots=not no_plots)
     doc: Document  # a run's document is a Document with the run's keys
     if (
         len(paths) > 1
@@ -358,9 +364,10 @@ def report(
 ) -> None:
     """Write a GitHub-flavoured markdown report for pull-request review (TRACE may also be a run directory,
     one trace per rank, or a document saved with analyze --format json)."""
-    refuse_input_as_output(output, [path])
+    check_files(output, [path])
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "markdown", ("markdown", "json"), "report")
+    refuse_png(png, fmt, output, plots=not no_plots)
     doc, failures = _document(path, run_name=run_name)
     with _saved_documents_checked([path]):
         _write_report(cast("Document", doc), fmt, output, plots=not no_plots, png=png)
@@ -384,9 +391,11 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     trace metadata travel only in Parquet)."""
     from . import load
 
-    refuse_input_as_output(output, [path])
+    check_files(output, [path])
     _refuse_run_option([path], run_name)
     fmt = fmt or _format_for_output(output, "parquet", ("parquet", "csv"), "convert")
+    refuse_run_directory(path, "convert", "writes one trace's table")
+    refuse_document(path, "convert")
     options = {"run": run_name} if run_name else {}
     trace = load(path, **options)
     if fmt == "csv":
@@ -395,14 +404,14 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
         with writing(output):
             pyarrow.csv.write_csv(trace.events, output)
         click.echo(
-            f"wrote {output} ({trace.num_events:,} events; CSV holds the event table only: the device "
+            f"wrote {shown(output)} ({trace.num_events:,} events; CSV holds the event table only: the device "
             "table and metadata need Parquet)",
             err=True,
         )
     else:
         with writing(output):
             trace.save(output)
-        click.echo(f"wrote {output} ({trace.num_events:,} events)", err=True)
+        click.echo(f"wrote {shown(output)} ({trace.num_events:,} events)", err=True)
     _raise_partial_failure({}, _unread_hosts(trace.metadata.extra))
 
 
@@ -454,7 +463,7 @@ def diff(
     from .report.diff_renderer import render_diff
     from .report.terminal import terminal_width
 
-    refuse_input_as_output(output, [base, head])
+    check_files(output, [base, head])
     fmt = fmt or format_for_path(output)
     (base_doc, base_failures), (head_doc, head_failures) = _document(base), _document(head)
     with _saved_documents_checked([base, head]):
@@ -494,8 +503,9 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
     from .replay.annotate import write_annotated, write_annotated_run
     from .run import expand_paths, is_run_directory, resolve_ranks
 
-    refuse_input_as_output(output, [path])
+    check_files(output, [path])
     _refuse_run_option([path], run_name)
+    refuse_document(path, "annotate")
     options = {"run": run_name} if run_name else {}
     if is_run_directory(path):
         files = expand_paths([path])
@@ -515,7 +525,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         doc = dict(run_analyses(trace))
         with writing(output):
             count = write_annotated(trace, doc, output)
-    click.echo(f"wrote {output} ({count:,} events)", err=True)
+    click.echo(f"wrote {shown(output)} ({count:,} events)", err=True)
     _raise_partial_failure({}, failures)
 
 
@@ -537,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cli.main(args=list(argv) if argv is not None else None, prog_name="tracelens", standalone_mode=False)
     except TracelensError as err:
-        click.echo(f"tracelens: {err}", err=True)
+        click.echo(shown(f"tracelens: {err}"), err=True)
         return err.exit_code
     except click.exceptions.Abort:
         click.echo("tracelens: aborted", err=True)
@@ -549,12 +559,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:
         return 130
-    except Exception as err:  # a bug: still one line, the traceback only on request
-        if os.environ.get("TRACELENS_DEBUG"):
+    except Exception as err:
+        if isinstance(err, OSError) and err.filename is not None:
+            # A file the command needs and the OS refuses (a run's rank without read permission): one line naming it.
+            click.echo(f"tracelens: {shown(os.fsdecode(err.filename))}: {err.strerror or err}", err=True)
+            return 2
+        if os.environ.get("TRACELENS_DEBUG"):  # a bug: still one line, the traceback only on request
             raise
         click.echo(
-            f"tracelens: internal error: {type(err).__name__}: {err} "
-            "(set TRACELENS_DEBUG=1 for the traceback)",
+            shown(
+                f"tracelens: internal error: {type(err).__name__}: {err} (set TRACELENS_DEBUG=1 for the traceback)"
+            ),
             err=True,
         )
         return 3

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .document import Document, KernelRow, StepStats, summary_of
-from .units import signed
+from .units import fmt_ns, signed
 
 DIFF_SCHEMA_VERSION = "1.1"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
@@ -378,14 +378,26 @@ def incomplete_reason(doc: Doc) -> str | None:
                 "the first recorded GPU op (the GPU side starts late)"
             )
         elif problem.get("kind") == "kernel_launches_without_kernels":
+            n = ev.get("kernel_launch_calls") or 0
             parts.append(
-                f"{ev.get('kernel_launch_calls') or 0:,} kernel launch calls and no kernel recorded (the profiler "
-                "lost the kernels)"
+                f"{n:,} kernel launch call{'' if n == 1 else 's'} and no kernel recorded (the profiler lost the "
+                "kernels)"
             )
         elif problem.get("kind") == "no_gpu_activity":
             parts.append(f"no GPU activity recorded ({ev.get('host_events') or 0:,} host events only)")
-        else:
-            parts.append(str(problem.get("kind")))
+        elif problem.get("kind") == "gpu_ops_without_duration":
+            parts.append(
+                f"{ev.get('zero_length') or 0:,} of {ev.get('gpu_ops') or 0:,} GPU ops have no duration (a missing "
+                "or negative dur: their busy time is lost)"
+            )
+        elif problem.get("kind") == "gpu_clock_skew":
+            parts.append(
+                f"{ev.get('before_their_call') or 0:,} of {ev.get('matched_gpu_ops') or 0:,} GPU ops start before "
+                f"the call that launched them began, by {fmt_ns(ev.get('median_ahead_ns'))} at the median (the "
+                "GPU's clock is not the host's)"
+            )
+        else:  # a kind of a newer tracelens: its fix says what is missing
+            parts.append(f"the trace's {str(problem.get('kind')).replace('_', ' ')}")
     return "; ".join(parts) or "incomplete trace"
 
 

@@ -9,13 +9,28 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def shown(text: str) -> str:
+    """``text`` as valid UTF-8: a file name whose bytes are not UTF-8 comes from the OS with lone surrogates
+    (Python's surrogateescape), which no UTF-8 output can hold; each such byte is written ``\\xNN`` (as ``ls -b``
+    would show it). Other text is returned as it is."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate that no byte made (a JSON "\\ud800" escape): its code point
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class TracelensError(Exception):
     """Base class: ``str(err)`` is the one line shown to the user; ``exit_code`` what the CLI returns."""
 
     exit_code = 2
 
     def __init__(self, message: str, *, path: str | Path | None = None) -> None:
-        self.path = str(path) if path is not None else None
+        self.path = shown(str(path)) if path is not None else None
         self.message = message
         super().__init__(f"{self.path}: {message}" if self.path else message)
 

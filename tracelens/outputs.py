@@ -1,10 +1,12 @@
-"""The CLI's output files: an output that cannot be written, or that is one of the command's inputs, is the
-user's to fix (one line naming the file, exit 2), not an internal error, and never replaces a trace."""
+"""The CLI's files: an output that cannot be written, or that is one of the command's inputs, and an input that
+is no file a reader can open (a pipe, a device, a file without read permission), are the user's to fix (one line
+naming the file, exit 2), not an internal error, never a hang, and never replace a trace."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -44,3 +46,96 @@ def refuse_input_as_output(output: str | None, inputs: Sequence[str]) -> None:
                 "output file",
                 path=output,
             )
+
+
+# What a path is when it is no regular file or directory (stat's file types).
+_FILE_TYPES = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def check_files(output: str | None, inputs: Sequence[str]) -> None:
+    """Before anything is read or written: each input that exists is a directory or a regular file this process
+    can read (a missing one, or a glob pattern, is left to the reader, which says so), and ``output`` is none of
+    them (:func:`refuse_input_as_output`)."""
+    for path in inputs:
+        readable_input(path)
+    refuse_input_as_output(output, inputs)
+
+
+def readable_input(path: str) -> None:
+    """Refuse ``path`` where it is a pipe, device or socket (a named pipe without a writer would block the read,
+    and its size reads 0) or a file whose open fails (no read permission): one line naming it, exit 2."""
+    from .errors import InputError
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode):
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_TYPES if test(mode)), "not a file")
+        raise InputError(
+            f"not a regular file ({kind}): tracelens reads a trace file or directory; write the trace to a file",
+            path=path,
+        )
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+
+
+def refuse_png(png: bool, fmt: str, output: str | None, *, plots: bool) -> None:
+    """``--png`` writes the plot beside a markdown report written to a file (``-o FILE.md``); anywhere else, or with
+    ``--no-plots``, no PNG could be written: a usage error before anything is read, not an option ignored."""
+    from .errors import UsageError
+
+    if not png:
+        return
+    if not plots:
+        raise UsageError("--png: no plot is written with --no-plots; leave out one of the two")
+    if fmt != "markdown" or output in (None, "-"):
+        raise UsageError(
+            "--png writes the plot beside a markdown report written to a file: add -o FILE.md "
+            f"(this writes {fmt} to {'stdout' if output in (None, '-') else output})"
+        )
+
+
+def refuse_document(path: str, command: str) -> None:
+    """``command`` needs a trace's events: a document saved with ``analyze --format json`` (detected by content)
+    is refused as what it is, not read as a broken PyTorch trace ("JSON object without a 'traceEvents' list")."""
+    from .document import looks_like_document
+
+    if os.path.isfile(path) and looks_like_document(path):
+        from .errors import InputError
+
+        raise InputError(
+            f"a tracelens analysis document (analyze --format json), not a trace: {command} needs the trace it was "
+            "made from",
+            path=path,
+        )
+
+
+def refuse_run_directory(path: str, command: str, does: str) -> None:
+    """``command`` reads one trace: a directory of ranks' traces (``analyze DIR``'s run) is refused naming them
+    (torch.profiler's ``*.pt.trace.json.gz`` otherwise read as a TensorFlow logdir's ``<host>.trace.json.gz``:
+    "trace.json holds no host or GPU events")."""
+    if not os.path.isdir(path):
+        return
+    from .run import expand_paths, is_run_directory
+
+    if is_run_directory(path):
+        from .errors import UsageError
+
+        files = [f.name for f in expand_paths([path])]
+        named = ", ".join(files[:4]) + (", ..." if len(files) > 4 else "")
+        raise UsageError(
+            f"directory holds {len(files)} traces, one per rank ({named}): {command} {does}; name the one to "
+            f"{command}",
+            path=path,
+        )

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from .errors import InputError, ToolMissingError, UsageError
+from .errors import InputError, OutputError, ToolMissingError, UsageError
 from .process import user_environment
 
 NSYS_TRACE = "cuda,nvtx,osrt,cudnn,cublas"
@@ -101,7 +101,12 @@ def record_and_analyze(command: list[str], out_dir: Path) -> str:
             "Nsight Systems 'nsys' is not on PATH; install it (or add it to PATH), or run "
             f"by hand: {_manual_commands(command, out_dir)}"
         )
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # --out names a file, or a folder under one: the user's to fix
+        raise OutputError(
+            f"cannot create the folder for the report: {err.strerror or err}", path=out_dir
+        ) from None
     base = out_dir / report_name(command)
     report = base.with_name(base.name + ".nsys-rep")
     sqlite = base.with_name(base.name + ".sqlite")

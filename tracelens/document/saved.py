@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import InputError
+from ..errors import InputError, shown
 from .summary import is_current_summary, summarize
 
 if TYPE_CHECKING:  # types only: tracelens.document imports without its TypedDicts (kimp17)
@@ -50,7 +50,23 @@ def dumps(doc: Document | dict[str, Any]) -> str:
     document order, NaN and infinities as null, indented by 2. :func:`load_document` reads it back."""
     import msgspec
 
-    return msgspec.json.format(_encoder().encode(_finite(doc)), indent=2).decode() + "\n"
+    finite = _finite(doc)
+    try:
+        encoded = _encoder().encode(finite)
+    except UnicodeEncodeError:  # a path named with bytes that are not UTF-8: each such byte as \xNN
+        encoded = _encoder().encode(_shown_strings(finite))
+    return msgspec.json.format(encoded, indent=2).decode() + "\n"
+
+
+def _shown_strings(value: Any) -> Any:
+    """``value`` with every string (keys too) as :func:`errors.shown` writes it."""
+    if isinstance(value, str):
+        return shown(value)
+    if isinstance(value, dict):
+        return {_shown_strings(k): _shown_strings(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shown_strings(v) for v in value]
+    return value
 
 
 def is_document(value: Any) -> bool:

@@ -7,14 +7,17 @@ nor inject a tag. Two contexts:
 * :func:`md` — inline markdown text, including GitHub table cells: HTML-special characters become
   entities, ``|`` becomes ``&#124;`` (a ``\\|`` would be undone inside code spans), markdown
   punctuation that could start emphasis, code, links or strikethrough is backslash-escaped,
-  newlines/tabs become spaces so a row stays on one line, and ``@`` is followed by a zero-width
-  space so no name can @-mention a GitHub user in a pull-request comment.
+  newlines/tabs become spaces so a row stays on one line, and ``$`` is backslash-escaped (GitHub reads
+  ``$...$`` as math). What GitHub links by itself in a comment's text (:func:`unlinked`) gets a zero-width space:
+  ``@user`` would notify the user, ``#123`` or ``owner/repo#1`` would link (and mark) an issue, ``:x:`` (also
+  in ``at::x::y``) would be an emoji, ``https://`` or ``www.`` a link.
 * :func:`code` — a code span: nothing inside is escaped (GitHub shows a backslash or an entity in a code
   span literally); the fence is one backtick longer than the longest run of backticks in the text, and in a
   table cell ``|`` becomes ``\\|`` (GFM splits cells before it parses code spans, and drops that backslash).
 * :func:`md_line_start` — :func:`md` for text that starts a block (a list item's content): a leading ``#``,
   ``>``, ``-``, ``+``, ``=`` or ``1.`` would otherwise make it a heading, a quote or a nested list.
-* :func:`html_text` — text inside raw HTML (``<summary>``, attributes): :func:`html.escape` with quotes.
+* :func:`html_text` — text inside raw HTML (``<summary>``, attributes): :func:`html.escape` with quotes, and
+  :func:`unlinked` as in :func:`md`.
 * :func:`link` — a markdown link or image: the text escaped as by :func:`md`, the destination percent-encoded.
 
 Long names are shortened by :func:`shorten` (head ... tail, so template and kernel suffixes stay
@@ -31,7 +34,7 @@ from .. import units
 
 # Characters that start markdown constructs inline. `#`, `+`, `-` and digits only matter at line
 # start, which a cell or list item we write never is (we always write a prefix before the name).
-_MD_PUNCT = re.compile(r"([\\*_\[\]~!])")
+_MD_PUNCT = re.compile(r"([\\*_\[\]~!$])")
 _WHITESPACE = units.WHITESPACE
 # C0 and C1 control characters, and the bidirectional formatting characters (marks, embeddings, overrides, isolates):
 # an escape sequence in a name would act on the terminal a report is printed to (clear it, set its title), and a
@@ -49,13 +52,39 @@ ELLIPSIS = units.ELLIPSIS
 DEFAULT_MAX = 60
 
 
+# Where GitHub finds, in a comment's text outside code, a reference it links by itself (its documentation's
+# "autolinked references and URLs"): an issue or pull request ("#123", "owner/repo#123", "GH-123"), an emoji
+# shortcode (":tada:": any name between colons, without a word boundary, so "at::x::y" shows "at:❌:y"), a URL
+# ("https://", "www."; an e-mail address breaks at its "@"), and a commit SHA (a word of 7 to 40 hex digits,
+# handled by _HEX_WORD). A zero-width space at each of these positions breaks the pattern and shows nothing.
+_REFERENCE = re.compile(
+    r"(?<=#)(?=\d)"  # #123, owner/repo#123
+    r"|(?<=GH-)(?=\d)"  # GH-123
+    r"|(?<=:)(?=[\w+-]+:)"  # :emoji:
+    r"|(?<=:)(?=//)"  # scheme://
+    r"|(?<=www)(?=\.)",  # www.
+    re.IGNORECASE,
+)
+_HEX_WORD = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{7,40}(?![0-9A-Za-z])")
+_ZWSP = "\u200b"
+
+
+def unlinked(text: str) -> str:
+    """``text`` with a zero-width space where GitHub would otherwise make a link, mention or emoji of it (a
+    reviewer sees the literal name; a pull-request comment pings and links no one)."""
+    s = _REFERENCE.sub(_ZWSP, text)
+    # A hex word in runs of 6: no 7-digit piece left to match a commit.
+    s = _HEX_WORD.sub(lambda m: _ZWSP.join(m.group(0)[i : i + 6] for i in range(0, len(m.group(0)), 6)), s)
+    # "@": a name like "kernel@user" mentions (notifies) a GitHub user, "@org/team" a whole team.
+    return s.replace("@", "@" + _ZWSP)
+
+
 def md(text: object) -> str:
     """Escape ``text`` for inline markdown and GitHub table cells (one line, no raw HTML)."""
-    s = _inert(text)
+    s = unlinked(_inert(text))
     s = html.escape(s, quote=False)  # & < > first, so the entities below are not re-escaped
     s = _MD_PUNCT.sub(r"\\\1", s)
-    # A zero-width space after "@" keeps a name like "kernel@user" from mentioning (notifying) a GitHub user.
-    return s.replace("|", "&#124;").replace("`", "&#96;").replace("@", "@\u200b")
+    return s.replace("|", "&#124;").replace("`", "&#96;")
 
 
 _BLOCK_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
@@ -86,14 +115,16 @@ def code(text: object, *, in_table: bool = False) -> str:
 def link(text: object, destination: str, *, image: bool = False) -> str:
     """A markdown link (or ``image``) whose text shows ``text`` as written and whose destination is
     percent-encoded (spaces, parentheses and ``<>`` included, so it cannot end the link early)."""
+    import os
     from urllib.parse import quote
 
-    return f"{'!' if image else ''}[{md(text)}]({quote(destination, safe='/:#?&=%')})"
+    # os.fsencode: a file name whose bytes are not UTF-8 is encoded as those bytes (%FF), which name the file
+    return f"{'!' if image else ''}[{md(text)}]({quote(os.fsencode(destination), safe='/:#?&=%')})"
 
 
 def html_text(text: object) -> str:
     """Escape ``text`` for raw HTML content or a double-quoted attribute value."""
-    return html.escape(_inert(text), quote=True)
+    return html.escape(unlinked(_inert(text)), quote=True)
 
 
 def shorten(text: object, limit: int = DEFAULT_MAX) -> str:

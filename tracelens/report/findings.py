@@ -73,7 +73,8 @@ ESTIMATE_REASONS = {
 
 def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
     """How the cause is ranked (docs/analyses.md, "Ranking"): by the replay's prediction, "Replay: fixing it
-    saves 90.0% of the step (to 323 µs)." (``predicted_gain_ns``, ``gain_basis``), or "…saves no time here…"
+    saves 90.0% of the step (to 323 µs)." (``predicted_gain_ns``, ``gain_basis``; where that is more than the cause's
+    lost time, which then ranks it, the sentence says so), or "…saves no time here…"
     where the replay applied its fix and gained nothing; by its lost time where no prediction applies ("Not
     predicted (…): ranked by its lost time.", ``gain_reason``). None for `none` and `incomplete_trace`."""
     gain, span = cause.get("predicted_gain_ns"), diagnosis.get("span_ns")
@@ -87,10 +88,16 @@ def gain_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:
     if share <= 0:
         return "Replay: fixing it saves no time here, so it ranks below every cause that may gain."
     if cause["gain_basis"] == "step" and cause.get("predicted_step_ns") is not None:
-        return (
-            f"Replay: fixing it saves {fmt_pct(share)} of the step (to {fmt_ns(cause['predicted_step_ns'])})."
+        text = (
+            f"Replay: fixing it saves {fmt_pct(share)} of the step (to {fmt_ns(cause['predicted_step_ns'])})"
         )
-    return f"Replay: fixing it saves {fmt_pct(share)} of the span."
+    else:
+        text = f"Replay: fixing it saves {fmt_pct(share)} of the span"
+    lost = cause.get("lost_ns")
+    if isinstance(lost, (int, float)) and gain > lost:
+        # rank_ns = min(lost, gain): the replay's figure alone, beside a smaller lost time, read as the ranking's
+        return f"{text}, more than its own lost time ({fmt_pct(lost / span)} of the span), which ranks it."
+    return text + "."
 
 
 def critical_path_clause(cause: dict[str, Any], diagnosis: dict[str, Any]) -> str | None:

@@ -50,7 +50,7 @@ from .sections import (
     step_digest,
 )
 from .units import fmt_bytes, fmt_ns, fmt_pct, plural
-from .whatif_text import critical_path_line, is_run_replay, remedy_lines, replay_line
+from .whatif_text import critical_path_line, is_run_replay, remedy_lines, replay_line, step_basis_line
 
 
 def gpu_label(device: Device) -> str:
@@ -986,7 +986,7 @@ def _communication(doc: Document) -> Lines:
 
 def _whatif(doc: Document) -> Lines:
     remedies = remedy_lines(doc)
-    others = [line for line in (critical_path_line(doc), replay_line(doc)) if line]
+    others = [line for line in (critical_path_line(doc), replay_line(doc), step_basis_line(doc)) if line]
     if not remedies and not others:
         return []
     what = (

@@ -67,7 +67,7 @@ from .terminal_layout import (
     print_text,
 )
 from .units import fmt_auto, fmt_bytes, fmt_ns, fmt_pct, plural
-from .whatif_text import critical_path_line, remedy_lines, replay_line
+from .whatif_text import critical_path_line, remedy_lines, replay_line, step_basis_line
 
 __all__ = [
     "DRAW",
@@ -645,7 +645,11 @@ def _ranks(doc: RunDocument, console: Console) -> None:
 
 
 def _whatif(doc: Document, console: Console) -> None:
-    lines = [line for line in (*remedy_lines(doc), critical_path_line(doc), replay_line(doc)) if line]
+    lines = [
+        line
+        for line in (*remedy_lines(doc), critical_path_line(doc), replay_line(doc), step_basis_line(doc))
+        if line
+    ]
     if not lines:
         return
     console.print()

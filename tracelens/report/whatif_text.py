@@ -38,6 +38,34 @@ def remedy_lines(doc: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _markers_mean_step(doc: Mapping[str, Any]) -> float | None:
+    """The steps' mean by their markers: the trace's ``summary.steps.mean_ns``; a run's, its ranks' mean
+    steps weighted by their step counts."""
+    steps = (doc.get("summary") or {}).get("steps")
+    if isinstance(steps, dict) and steps.get("mean_ns"):
+        return float(steps["mean_ns"])
+    ranks = [
+        r
+        for r in doc.get("ranks") or []
+        if isinstance(r, dict) and r.get("mean_step_ns") and r.get("step_count")
+    ]
+    count = sum(r["step_count"] for r in ranks)
+    return sum(r["mean_step_ns"] * r["step_count"] for r in ranks) / count if count else None
+
+
+def step_basis_line(doc: Mapping[str, Any]) -> str | None:
+    """Where the replay's step (``recorded_step_ns``: read where each step's work ends) shows another figure than
+    the step markers' mean the report gives elsewhere: which is which. None where they read the same."""
+    replayed = ((doc.get("whatif") or {}).get("replay_error") or {}).get("recorded_step_ns")
+    markers = _markers_mean_step(doc)
+    if not replayed or markers is None or fmt_ns(replayed) == fmt_ns(markers):
+        return None
+    return (
+        f"step: read where each step's work ends, {fmt_ns(replayed)} on average; the step markers' mean is "
+        f"{fmt_ns(markers)}"
+    )
+
+
 def is_run_replay(doc: Mapping[str, Any]) -> bool:
     """The document's replay is a run's (its ranks' graphs joined: ``replay_error.joined`` is there)."""
     error = (doc.get("whatif") or {}).get("replay_error")

@@ -30,13 +30,14 @@ def user_cache_root() -> Path:
 def default_cache_dir(paths: Sequence[Path]) -> Path:
     """The run's cache folder: ``<user cache>/runs/<hash of the traces' real paths>`` (``user_cache_root``)."""
     real = sorted(os.path.realpath(p) for p in paths)
-    digest = hashlib.sha1("\n".join(real).encode()).hexdigest()[:16]
+    # os.fsencode: a path named with bytes that are not UTF-8 hashes as those bytes (str.encode cannot encode it)
+    digest = hashlib.sha1(b"\n".join(os.fsencode(p) for p in real)).hexdigest()[:16]
     return user_cache_root() / "runs" / digest
 
 
 def parquet_name(source: str) -> str:
     stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", Path(source).name)[:80]
-    return f"{stem}-{hashlib.sha1(source.encode()).hexdigest()[:12]}.parquet"
+    return f"{stem}-{hashlib.sha1(os.fsencode(source)).hexdigest()[:12]}.parquet"
 
 
 def source_stat(path: Path) -> tuple[int, int]:
