@@ -68,6 +68,7 @@ from .stored import (
     sparse_column,
     store_columns,
 )
+from .stream_order import GPU_OP_KINDS, ends_ascending
 from .threads import executor, thread_budget
 
 # A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
@@ -86,6 +87,9 @@ _RECORD_KEYS = (
     "launch_correlation",
     "launch_pid",
 )
+
+# whether each kind code is a GPU op's (stream_order.py's kinds: their ends are checked in finish)
+_GPU_OP = np.array([k in GPU_OP_KINDS for k in KINDS])
 
 
 class Columns:
@@ -121,6 +125,8 @@ class Columns:
             "msgspec_blocks": 0,
         }
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
+        # set by finish: whether the GPU ops' ends ascend in table order (stream_order.ends_ascending)
+        self.gpu_op_ends_ascending = False
 
     def add(self, block: dict[str, Any]) -> None:
         # (names' kinds, kind_valid and the clamped durations: done by the worker that scanned the block, else here)
@@ -325,6 +331,8 @@ class Columns:
         # being the start (as build_store clamps it)
         end = joined.pop("duration").result()
         end += rel_start  # (the durations clamped at 0 in add)
+        # the GPU ops' ends checked here, at the ops' rows (`at`: no pass over the table's kinds after the build)
+        self.gpu_op_ends_ascending = ends_ascending(end, at[_GPU_OP[gpu_kind]])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
