@@ -206,6 +206,11 @@ class Columns:
         gpu_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "launch_rows"))
         ordering = background.submit(start_order, [start], gpu_rows)
         del start
+        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
+        # the background while the order is computed, where no two share an id (else once they are placed);
+        # queued first: the pool's second thread has nothing else to do before the order is known.
+        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
+        by_id = background.submit(launches_by_id, *launch_records.values())
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -215,21 +220,9 @@ class Columns:
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
         step_of_name[name_of_raw[:-1]] = self.name_flags.steps(self.names.values)
-        # in file order, while the sort runs, block by block (no join of the blocks' codes): each block's codes
-        # through its names' codes here; -1 (no name) takes the trailing -1 of both lookups
-        name_code = np.empty(m, np.int32)
-        first = 0
-        for codes, mapping in zip(name_blocks, self.name_maps, strict=True):  # a loop over blocks
-            rows = name_code[first : first + codes.size]
-            np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
-            first += codes.size
-        del name_blocks
-        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
-        # the background while the order is computed, where no two share an id (else once they are placed).
-        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
-        by_id = background.submit(launches_by_id, *launch_records.values())
         # The devices of the GPU rows (the device column holds no other value) found in the background while the
-        # order is computed: the table holds them in another order, but the device table lists them distinct.
+        # order is computed (queued before the names' codes below): the table holds them in another order, but
+        # the device table lists them distinct.
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
         device_values = with_fallback(parts, "device", "gpu_pid")  # (GPU rows in file order)
         launch_codes = np.bincount(
@@ -237,6 +230,9 @@ class Columns:
         )
         api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
+        # in file order, on the pool while the sort runs (this thread is the build's pace once the order is known)
+        file_names = background.submit(_names_in_file_order, name_blocks, self.name_maps, name_of_raw, m)
+        del name_blocks
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
@@ -269,7 +265,7 @@ class Columns:
                 _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
             ),
         }
-        name_code = np.take(name_code, order)
+        name_code = np.take(file_names.result(), order)
         # the op rows (few) placed by their starts among the sorted starts
         op_starts -= origin
         kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
@@ -331,8 +327,8 @@ class Columns:
         # being the start (as build_store clamps it)
         end = joined.pop("duration").result()
         end += rel_start  # (the durations clamped at 0 in add)
-        # the GPU ops' ends checked here, at the ops' rows (`at`: no pass over the table's kinds after the build)
-        self.gpu_op_ends_ascending = ends_ascending(end, at[_GPU_OP[gpu_kind]])
+        # the GPU ops' ends checked on the pool, at the ops' rows (`at`: no pass over the table's kinds after the build)
+        ends_checked = background.submit(ends_ascending, end, at[_GPU_OP[gpu_kind]])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
@@ -399,6 +395,7 @@ class Columns:
         columns["depth"] = depth if isinstance(depth, Future) else None
         background.shutdown(wait=True)
         del parts
+        self.gpu_op_ends_ascending = ends_checked.result()
         # the columns built in twos and threes (one gather of their field each)
         columns["grid_x"], columns["grid_y"], columns["grid_z"] = grid.result()
         columns["block_x"], columns["block_y"], columns["block_z"] = block.result()
@@ -482,6 +479,21 @@ def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     # stored as EventStore.from_columns would store it (sparse when fewer than half the rows nest)
     # (deferred only where some row nests, so the column has values)
     return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
+
+
+def _names_in_file_order(
+    blocks: list[np.ndarray], maps: list[np.ndarray], name_of_raw: np.ndarray, m: int
+) -> np.ndarray:
+    """The rows' name codes in file order, block by block (no join of the blocks' codes): each block's codes
+    (``blocks``) through its names' raw codes (``maps``), then the raw codes' (``name_of_raw``); -1 (no name)
+    takes the trailing -1 of both lookups."""
+    name_code = np.empty(m, np.int32)
+    first = 0
+    for codes, mapping in zip(blocks, maps, strict=True):  # a loop over blocks
+        rows = name_code[first : first + codes.size]
+        np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
+        first += codes.size
+    return name_code
 
 
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
