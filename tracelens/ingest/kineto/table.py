@@ -58,6 +58,7 @@ from .placing import (
 from .prepare import int_parts, prepare_block
 from .start_order import start_order
 from .stored import (
+    NARROW,
     Stored,
     dictionary_array,
     dictionary_column,
@@ -246,7 +247,12 @@ class Columns:
         )
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
-        joined = {key: background.submit(joined_in_order, parts, order, key) for key in ("duration", "pid")}
+        joined = {
+            "duration": background.submit(joined_in_order, parts, order, "duration"),
+            "pid": background.submit(
+                _taken, parts, order, "pid"
+            ),  # (int32 where the blocks held it so: NARROW)
+        }
         kind_valid = np.take(kind_valid, order)
         kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
         # The GPU rows placed in table order (`at`: their table rows, ascending; `kept_gpu`: the index of each
@@ -496,6 +502,18 @@ def _names_in_file_order(
     return name_code
 
 
+def _taken(parts: Appended, order: np.ndarray, key: str) -> np.ndarray:
+    """The id ``key`` joined (dropped from ``parts``) and put in table ``order``, in the blocks' type (int32 ids
+    stay int32: stored.NARROW)."""
+    return np.take(parts.pop(key), order)
+
+
+def _within(data: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether every value of the integer array ``data`` fits the integer type ``dtype``."""
+    limits = np.iinfo(dtype)
+    return bool(limits.min <= int(data.min()) and int(data.max()) <= limits.max)
+
+
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
     """Whether each row of the id column ``key`` has a value, from the rows' ``kind_valid`` bytes."""
     return np.bitwise_and(kind_valid, VALID_BIT[key]).astype(bool)
@@ -509,8 +527,10 @@ def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) 
 def _id_column_joined(
     parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
 ) -> Stored:
-    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``."""
-    return _id_column(joined_in_order(parts, order, key), kind_valid, key, column)
+    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``; int32 where
+    the blocks held it so and the store may hold it so (stored.NARROW), else int64."""
+    data = _taken(parts, order, key) if column in NARROW else joined_in_order(parts, order, key)
+    return _id_column(data, kind_valid, key, column)
 
 
 def _id_column_in_order(
@@ -559,6 +579,8 @@ def _with_device_rows(
     pid = joined_pid.result()  # (queued before this task: done or running)
     valid = _valid(kind_valid, "pid")
     data, device_valid = int_parts(device_pid, "pid")
+    if pid.dtype != data.dtype and data.size and not _within(data, pid.dtype):
+        pid = pid.astype(data.dtype)  # a launch's pid the narrow column cannot hold
     pid[at_device] = data
     valid[at_device] = device_valid
     return int_column(pid, valid, "pid")
