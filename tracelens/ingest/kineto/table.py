@@ -271,7 +271,8 @@ class Columns:
                 _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
             ),
         }
-        name_code = np.take(file_names.result(), order)
+        # the names in table order on the pool too (this thread places rows meanwhile; read at the copies below)
+        ordered_names = background.submit(_taken_result, file_names, order)
         # the op rows (few) placed by their starts among the sorted starts
         op_starts -= origin
         kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
@@ -337,6 +338,7 @@ class Columns:
         ends_checked = background.submit(ends_ascending, end, at[_GPU_OP[gpu_kind]])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
+        name_code = ordered_names.result()
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
         copy_kind, src_kind, dst_kind = memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
@@ -506,6 +508,11 @@ def _taken(parts: Appended, order: np.ndarray, key: str) -> np.ndarray:
     """The id ``key`` joined (dropped from ``parts``) and put in table ``order``, in the blocks' type (int32 ids
     stay int32: stored.NARROW)."""
     return np.take(parts.pop(key), order)
+
+
+def _taken_result(values: Future[np.ndarray], order: np.ndarray) -> np.ndarray:
+    """``values``' result (a task queued before this one: done or running) taken in ``order``."""
+    return np.take(values.result(), order)
 
 
 def _within(data: np.ndarray, dtype: np.dtype) -> bool:
