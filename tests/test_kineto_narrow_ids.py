@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,6 +24,7 @@ from tracelens.ingest.kineto import appended, native, row_chunks
 from tracelens.ingest.kineto.appended import Appended
 from tracelens.ingest.kineto.named_kinds import DRIVER_KIND, LAUNCH_SIDE_BYTES, STEP_KIND, NameFlags
 from tracelens.ingest.kineto.prepare import prepare_block
+from tracelens.trace import SparseColumn
 
 needs_scanner = pytest.mark.skipif(
     not kineto.native_scanner_built(), reason="native scanner not built (no C compiler)"
@@ -249,16 +251,18 @@ def test_a_read_with_int32_chunks_gives_the_table_of_one_without(
     monkeypatch.setattr(reader, "BLOCK_BYTES", 32 * 1024)  # many blocks
     monkeypatch.setattr(reader, "MIN_BLOCK_BYTES", 32 * 1024)
     monkeypatch.setattr(reader, "thread_budget", lambda: 2)  # one scan worker beside this thread (gzip)
-    narrow: list[str] = []
-    real = Appended.pop_taken
-
-    def recording(self: Appended, key: str, order: np.ndarray) -> np.ndarray:
-        if self._blocks[key] and all(b.dtype == np.int32 for b in self._blocks[key]):
-            narrow.append(key)
-        return real(self, key, order)
-
-    monkeypatch.setattr(Appended, "pop_taken", recording)
     with_chunks = load(path, engine="native")
     assert with_chunks.events.equals(without.events) and with_chunks.devices.equals(without.devices)
-    if not huge_at:  # every block's ids as int32 (a block with a huge tid: that block's as int64)
-        assert {"pid", "tid", "external_id"} <= set(narrow)
+    # each id column read in the schema's int64, whatever the store holds
+    for column in ("pid", "tid", "external_id"):
+        assert with_chunks.store.column(column).type == pa.int64()
+        assert np.array_equal(with_chunks.store.numpy(column), without.store.numpy(column))
+    # held as the blocks held them: int32 where every block's ids were (a block with a huge tid: int64 tids)
+    stored = {c: with_chunks.store.columns[c] for c in ("pid", "tid", "external_id")}
+    types = {c: (v.values if isinstance(v, SparseColumn) else v).type for c, v in stored.items()}
+    assert types == {
+        "pid": pa.int32(),
+        "tid": pa.int64() if huge_at else pa.int32(),
+        "external_id": pa.int32(),
+    }
+    assert all(without.store.columns[c].type == pa.int64() for c in stored)  # (no chunks: int64 blocks)

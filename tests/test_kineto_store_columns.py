@@ -1,6 +1,7 @@
 """The Kineto table's store (stored.store_columns) against the general builder it replaces
 (trace.build_store(sort=False, derive_depth=False)): the same columns stored the same way (dense or sparse, the
-same values), for columns in their schema types, in other types (cast), all-null and mostly-null ones."""
+same values), for columns in their schema types, in other types (cast; the narrow ids kept int32, read as int64),
+all-null and mostly-null ones."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens.ingest import kineto
-from tracelens.ingest.kineto.stored import store_columns
+from tracelens.ingest.kineto.stored import NARROW, store_columns
 from tracelens.trace import EventStore, SparseColumn, build_store, string_array
 
 
@@ -50,8 +51,10 @@ def _columns(draw: st.DrawFn) -> tuple[int, dict[str, pa.Array | None]]:
         "start_ns": pa.array(start, pa.int64()),
         "end_ns": pa.array(end, pa.int64()),
         "pid": nullable(st.integers(-(2**40), 2**40), pa.int64()),
-        # another integer type than the schema's (int64): cast, as build_store casts it
+        # another integer type than the schema's (int64): kept (a narrow id: stored.NARROW), read as int64
         "tid": nullable(st.integers(-(2**30), 2**30), pa.int32()),
+        # another integer type, not a narrow id: cast, as build_store casts it
+        "stream": nullable(st.integers(0, 2**20), pa.int32()),
         "correlation_id": draw(st.sampled_from([None, pa.nulls(n, pa.int64())])),
         "device": nullable(st.integers(0, 7), pa.int32()),
         "domain": None,
@@ -67,8 +70,16 @@ def test_store_columns_store_what_build_store_stores(case: tuple[int, dict[str, 
     got = store_columns(n, columns)
     assert got.num_rows == expected.num_rows == n
     assert list(got.columns) == list(expected.columns)
-    assert _stored_values(got) == _stored_values(expected)
+    # the narrow ids (stored.NARROW) stay int32 where they come so, their values build_store's int64 ones
+    got_values, expected_values = _stored_values(got), _stored_values(expected)
+    for name in NARROW & set(got_values):
+        how, (*rows, typ, values) = got_values[name]
+        assert typ == columns[name].type
+        got_values[name] = (how, (*rows, pa.int64(), values))
+    assert got_values == expected_values
     assert got.sentinel == expected.sentinel
+    for name in got.columns:  # read in the schema's types
+        assert got.column(name).equals(expected.column(name))
 
 
 @pytest.mark.parametrize("engine", ["native", "msgspec"])

@@ -103,8 +103,11 @@ def _read(path: Path, options: dict[str, Any]) -> Trace:
     columns = Columns(path)
     document: dict[str, Any] = {}
     _add_blocks(columns, document, path, engine, json_bytes, size, block_bytes, workers)
-    # ends a stream's order rules out (a lost end timestamp) cut, with a warning: stream_order.py
-    return cut_impossible_ends(drop_untimed_gpu_ops(columns.finish(document)))
+    # ends a stream's order rules out (a lost end timestamp) cut, with a warning: stream_order.py (not looked for
+    # where the build found the GPU ops' ends ascending and no op was dropped)
+    built = columns.finish(document)
+    trace = drop_untimed_gpu_ops(built)
+    return cut_impossible_ends(trace, trace is built and columns.gpu_op_ends_ascending)
 
 
 def _add_blocks(

@@ -106,7 +106,7 @@ def int_column(data: np.ndarray, valid: np.ndarray, column: str) -> Stored:
     or that the type cannot hold, table.prepare_block), stored as an EventStore stores it (None: no value; a
     SparseColumn of the rows with one when they are fewer than half). Built from buffers, without a copy of
     a dense column."""
-    typ = EVENT_SCHEMA.field(column).type
+    typ = pa.int32() if data.dtype == np.int32 else EVENT_SCHEMA.field(column).type  # (narrow ids: NARROW)
     nulls = valid.size - int(np.count_nonzero(valid))
     if nulls == valid.size:
         return None
@@ -170,6 +170,11 @@ def from_buffers(typ: pa.DataType, data: np.ndarray, valid: np.ndarray | None, n
     return pa.Array.from_buffers(typ, data.size, [bitmap, pa.py_buffer(data)], null_count=nulls)
 
 
+# Id columns the table may hold as int32 where every id fits (the row chunks' ids: row_chunks.NARROW_KEYS): the
+# store reads them in the schema's int64 (EventStore.column, numpy), and the table build writes half the bytes.
+NARROW = frozenset(("pid", "tid", "external_id"))
+
+
 def store_columns(n: int, columns: Mapping[str, pa.Array | None]) -> EventStore:
     """``build_store(columns, sort=False, derive_depth=False)`` for full-length Arrow arrays of ``n`` rows whose
     end is already at least their start (None: no value): each cast to its schema type where it is not (the
@@ -178,5 +183,6 @@ def store_columns(n: int, columns: Mapping[str, pa.Array | None]) -> EventStore:
     for field in EVENT_SCHEMA:
         array = columns.get(field.name)
         if array is not None:
-            arrays[field.name] = array if array.type == field.type else array.cast(field.type)
+            narrow = field.name in NARROW and array.type == pa.int32()
+            arrays[field.name] = array if array.type == field.type or narrow else array.cast(field.type)
     return EventStore.from_columns(n, arrays)

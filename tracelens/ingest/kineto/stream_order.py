@@ -43,6 +43,15 @@ def gpu_op_codes(kind: pa.DictionaryArray) -> np.ndarray:
     return is_op
 
 
+def ends_ascending(end: np.ndarray, op_rows: np.ndarray) -> bool:
+    """Whether the ends of the GPU ops (at ``op_rows``: every GPU op's row, ascending) never decrease in row order:
+    then no op ends after a later op ends, of its stream or any other, and :func:`cut_impossible_ends` has nothing
+    to cut (its first pass finds exactly this). The Kineto table build knows the ops' rows without a pass over
+    the kinds, and asks this there (a gather of the ops' ends) instead of that pass over every row after it."""
+    ends = np.take(end, op_rows)
+    return bool((ends[1:] >= ends[:-1]).all())
+
+
 def drop_untimed_gpu_ops(trace: Trace) -> Trace:
     """``trace`` without its GPU ops (kernel, memcpy, memset) at absolute time 0 with no duration, where the rest of
     its rows are absolute times (see ABSOLUTE_NS), with a warning; ``trace`` itself where it has none."""
@@ -80,9 +89,12 @@ def drop_untimed_gpu_ops(trace: Trace) -> Trace:
 CHUNK_ROWS = 1 << 18
 
 
-def cut_impossible_ends(trace: Trace) -> Trace:
+def cut_impossible_ends(trace: Trace, ends_known_ascending: bool = False) -> Trace:
     """``trace`` with the ends of the GPU ops that outlast a later op of their stream cut (module docstring), and
-    a warning in its metadata; ``trace`` itself where there is none (the usual case, found by one pass)."""
+    a warning in its metadata; ``trace`` itself where there is none (the usual case, found by one pass, or known
+    before: ``ends_known_ascending``, :func:`ends_ascending` of this trace's ops)."""
+    if ends_known_ascending:
+        return trace
     store = trace.store
     kind = store.columns.get("kind")
     if not isinstance(kind, pa.DictionaryArray) or not store.has("end_ns"):

@@ -58,6 +58,7 @@ from .placing import (
 from .prepare import int_parts, prepare_block
 from .start_order import start_order
 from .stored import (
+    NARROW,
     Stored,
     dictionary_array,
     dictionary_column,
@@ -68,6 +69,7 @@ from .stored import (
     sparse_column,
     store_columns,
 )
+from .stream_order import GPU_OP_KINDS, ends_ascending
 from .threads import executor, thread_budget
 
 # A block's arrays that finish reads joined: a value per row, then a record per GPU row, op row or launch.
@@ -86,6 +88,9 @@ _RECORD_KEYS = (
     "launch_correlation",
     "launch_pid",
 )
+
+# whether each kind code is a GPU op's (stream_order.py's kinds: their ends are checked in finish)
+_GPU_OP = np.array([k in GPU_OP_KINDS for k in KINDS])
 
 
 class Columns:
@@ -121,6 +126,8 @@ class Columns:
             "msgspec_blocks": 0,
         }
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
+        # set by finish: whether the GPU ops' ends ascend in table order (stream_order.ends_ascending)
+        self.gpu_op_ends_ascending = False
 
     def add(self, block: dict[str, Any]) -> None:
         # (names' kinds, kind_valid and the clamped durations: done by the worker that scanned the block, else here)
@@ -200,6 +207,11 @@ class Columns:
         gpu_rows, launch_rows = (parts.pop(k) for k in ("gpu_rows", "launch_rows"))
         ordering = background.submit(start_order, [start], gpu_rows)
         del start
+        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
+        # the background while the order is computed, where no two share an id (else once they are placed);
+        # queued first: the pool's second thread has nothing else to do before the order is known.
+        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
+        by_id = background.submit(launches_by_id, *launch_records.values())
         name_blocks = parts.pop_blocks("name")
         kind_valid = parts.pop("kind_valid")
         # "cudaLaunchKernel_v7000" and "cudaLaunchKernel" are one name: merge codes after dropping suffixes.
@@ -209,21 +221,9 @@ class Columns:
         name_of_raw = np.array([index[n] for n in stripped] + [-1], dtype=np.int32)
         step_of_name = np.full(len(names) + 1, math.nan)
         step_of_name[name_of_raw[:-1]] = self.name_flags.steps(self.names.values)
-        # in file order, while the sort runs, block by block (no join of the blocks' codes): each block's codes
-        # through its names' codes here; -1 (no name) takes the trailing -1 of both lookups
-        name_code = np.empty(m, np.int32)
-        first = 0
-        for codes, mapping in zip(name_blocks, self.name_maps, strict=True):  # a loop over blocks
-            rows = name_code[first : first + codes.size]
-            np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
-            first += codes.size
-        del name_blocks
-        # The launches (runtime and driver calls with a correlation id and a pid) indexed by correlation id in
-        # the background while the order is computed, where no two share an id (else once they are placed).
-        launch_records = {k: parts.pop(k) for k in ("launch_correlation", "launch_pid")}
-        by_id = background.submit(launches_by_id, *launch_records.values())
         # The devices of the GPU rows (the device column holds no other value) found in the background while the
-        # order is computed: the table holds them in another order, but the device table lists them distinct.
+        # order is computed (queued before the names' codes below): the table holds them in another order, but
+        # the device table lists them distinct.
         base = int_or_none(document.get("baseTimeNanoseconds")) or 0
         device_values = with_fallback(parts, "device", "gpu_pid")  # (GPU rows in file order)
         launch_codes = np.bincount(
@@ -231,6 +231,9 @@ class Columns:
         )
         api_names = [names[c] for c in np.flatnonzero(launch_codes)]  # distinct, in name order
         devices = background.submit(device_table, document.get("deviceProperties"), device_values, api_names)
+        # in file order, on the pool while the sort runs (this thread is the build's pace once the order is known)
+        file_names = background.submit(_names_in_file_order, name_blocks, self.name_maps, name_of_raw, m)
+        del name_blocks
         # Whether the int64 pid and tid columns hold the ids exactly (a device row's pid is its launch's, a
         # host row's pid); where not (fractional or huge ids), the depth is computed now, from the floats.
         ids_exactly, nested_any = self.ids_exactly, self.nested_any
@@ -244,7 +247,12 @@ class Columns:
         )
         # Joined and ordered in the background (numpy copies and gathers without holding the GIL) while this
         # thread orders the others and places the GPU rows.
-        joined = {key: background.submit(joined_in_order, parts, order, key) for key in ("duration", "pid")}
+        joined = {
+            "duration": background.submit(joined_in_order, parts, order, "duration"),
+            "pid": background.submit(
+                _taken, parts, order, "pid"
+            ),  # (int32 where the blocks held it so: NARROW)
+        }
         kind_valid = np.take(kind_valid, order)
         kind = np.bitwise_and(kind_valid, KIND_MASK).view(np.int8)
         # The GPU rows placed in table order (`at`: their table rows, ascending; `kept_gpu`: the index of each
@@ -263,7 +271,8 @@ class Columns:
                 _id_column_joined, parts, order, kind_valid, "external_id", "external_id"
             ),
         }
-        name_code = np.take(name_code, order)
+        # the names in table order on the pool too (this thread places rows meanwhile; read at the copies below)
+        ordered_names = background.submit(_taken_result, file_names, order)
         # the op rows (few) placed by their starts among the sorted starts
         op_starts -= origin
         kept_op, at_op = placed_rows(op_rows, op_starts, rel_start, order)
@@ -325,8 +334,11 @@ class Columns:
         # being the start (as build_store clamps it)
         end = joined.pop("duration").result()
         end += rel_start  # (the durations clamped at 0 in add)
+        # the GPU ops' ends checked on the pool, at the ops' rows (`at`: no pass over the table's kinds after the build)
+        ends_checked = background.submit(ends_ascending, end, at[_GPU_OP[gpu_kind]])
 
         # Copies and syncs are GPU rows: their columns are looked up at those rows (`at`, ascending) only.
+        name_code = ordered_names.result()
         memcpy_rows = at[gpu_kind == KIND_CODE[MEMCPY]]
         copy_kind, src_kind, dst_kind = memcpy_kinds(names, np.take(name_code, memcpy_rows), memcpy_rows, m)
         # cuda_sync rows: cuda_sync_kind, or the event name when it is missing (both say the same thing).
@@ -391,6 +403,7 @@ class Columns:
         columns["depth"] = depth if isinstance(depth, Future) else None
         background.shutdown(wait=True)
         del parts
+        self.gpu_op_ends_ascending = ends_checked.result()
         # the columns built in twos and threes (one gather of their field each)
         columns["grid_x"], columns["grid_y"], columns["grid_z"] = grid.result()
         columns["block_x"], columns["block_y"], columns["block_z"] = block.result()
@@ -476,6 +489,38 @@ def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
     return EventStore.from_columns(store.num_rows, {"depth": values}).columns["depth"]
 
 
+def _names_in_file_order(
+    blocks: list[np.ndarray], maps: list[np.ndarray], name_of_raw: np.ndarray, m: int
+) -> np.ndarray:
+    """The rows' name codes in file order, block by block (no join of the blocks' codes): each block's codes
+    (``blocks``) through its names' raw codes (``maps``), then the raw codes' (``name_of_raw``); -1 (no name)
+    takes the trailing -1 of both lookups."""
+    name_code = np.empty(m, np.int32)
+    first = 0
+    for codes, mapping in zip(blocks, maps, strict=True):  # a loop over blocks
+        rows = name_code[first : first + codes.size]
+        np.take(np.take(name_of_raw, mapping), codes, out=rows, mode="wrap")
+        first += codes.size
+    return name_code
+
+
+def _taken(parts: Appended, order: np.ndarray, key: str) -> np.ndarray:
+    """The id ``key`` joined (dropped from ``parts``) and put in table ``order``, in the blocks' type (int32 ids
+    stay int32: stored.NARROW)."""
+    return np.take(parts.pop(key), order)
+
+
+def _taken_result(values: Future[np.ndarray], order: np.ndarray) -> np.ndarray:
+    """``values``' result (a task queued before this one: done or running) taken in ``order``."""
+    return np.take(values.result(), order)
+
+
+def _within(data: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether every value of the integer array ``data`` fits the integer type ``dtype``."""
+    limits = np.iinfo(dtype)
+    return bool(limits.min <= int(data.min()) and int(data.max()) <= limits.max)
+
+
 def _valid(kind_valid: np.ndarray, key: str) -> np.ndarray:
     """Whether each row of the id column ``key`` has a value, from the rows' ``kind_valid`` bytes."""
     return np.bitwise_and(kind_valid, VALID_BIT[key]).astype(bool)
@@ -489,8 +534,10 @@ def _id_column(data: np.ndarray, kind_valid: np.ndarray, key: str, column: str) 
 def _id_column_joined(
     parts: Appended, order: np.ndarray, kind_valid: np.ndarray, key: str, column: str
 ) -> Stored:
-    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``."""
-    return _id_column(joined_in_order(parts, order, key), kind_valid, key, column)
+    """:func:`_id_column` of the id ``key`` joined (dropped from ``parts``) and put in table ``order``; int32 where
+    the blocks held it so and the store may hold it so (stored.NARROW), else int64."""
+    data = _taken(parts, order, key) if column in NARROW else joined_in_order(parts, order, key)
+    return _id_column(data, kind_valid, key, column)
 
 
 def _id_column_in_order(
@@ -539,6 +586,8 @@ def _with_device_rows(
     pid = joined_pid.result()  # (queued before this task: done or running)
     valid = _valid(kind_valid, "pid")
     data, device_valid = int_parts(device_pid, "pid")
+    if pid.dtype != data.dtype and data.size and not _within(data, pid.dtype):
+        pid = pid.astype(data.dtype)  # a launch's pid the narrow column cannot hold
     pid[at_device] = data
     valid[at_device] = device_valid
     return int_column(pid, valid, "pid")
