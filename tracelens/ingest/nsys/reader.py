@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
-from .columns import Part, drop_rows_without_device
+from .columns import Part, drop_rows_without_device, drop_untimed_rows
 from .database import Database
 from .fetch import Builder, fetch_parts
 from .mappers import (
@@ -161,6 +161,11 @@ class NsysReader:
         deviceless = drop_rows_without_device(parts)
         if deviceless:  # nsys writes every GPU row's device: a damaged or hand-edited export
             lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
+            self.warnings.append(lost)
+            said.append(lost)
+        untimed = drop_untimed_rows(parts)
+        if untimed:  # CUPTI's "no timestamp collected": kept, the GPU idled from the session's start to its first op
+            lost = f"{untimed:,} GPU row(s) carry no time (start and end 0: CUPTI collected no timestamps): left out"
             self.warnings.append(lost)
             said.append(lost)
         gpuless = processes_without_gpu_rows(parts)
