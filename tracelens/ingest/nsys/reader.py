@@ -164,7 +164,9 @@ class NsysReader:
             self.warnings.append(lost)
             said.append(lost)
         untimed = drop_untimed_rows(parts)
-        if untimed:  # CUPTI's "no timestamp collected": kept, the GPU idled from the session's start to its first op
+        if (
+            untimed
+        ):  # CUPTI's "no timestamp collected": kept, the GPU idled from the session's start to its first op
             lost = f"{untimed:,} GPU row(s) carry no time (start and end 0: CUPTI collected no timestamps): left out"
             self.warnings.append(lost)
             said.append(lost)
@@ -217,7 +219,7 @@ class NsysReader:
         # Said on stderr once the file is read: a file refused later gets its one line, not warnings before it.
         for text in ([newer] if newer else []) + said:
             warnings.warn(f"{self.path}: {text}", UserWarning, stacklevel=3)
-        return Trace(events=events, devices=devices(db, events), metadata=metadata)
+        return Trace(events=events, devices=devices(db, events, gpus), metadata=metadata)
 
     def _check_gpu_side_readable(
         self, db: Database, queries: dict[str, tuple[str, list[str]]], newer_schema: str
