@@ -60,7 +60,7 @@ from .queries import (
     payload_schema_entries,
     table_queries,
 )
-from .rep import export_report
+from .rep import export_report, newer_report_warning
 from .strings import Strings
 
 
@@ -130,6 +130,10 @@ class NsysReader:
             self._newer_schema = meta.get("EXPORT_SCHEMA_VERSION", "") or meta.get(
                 "EXPORT_SCHEMA_VERSION_MAJOR", ""
             )
+        stale = newer_report_warning(self.path)
+        if stale:
+            self.warnings.append(stale)
+            said.append(stale)
         strings = Strings.load(db)
 
         queries = self._queries(db)

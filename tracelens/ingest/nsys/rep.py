@@ -77,3 +77,26 @@ def export_report(report: Path) -> Path:
     finally:
         partial.unlink(missing_ok=True)
     return cache
+
+
+def newer_report_warning(export: Path) -> str | None:
+    """A warning where a report of the export's name (``run.nsys-rep`` or ``run.qdrep`` beside ``run.sqlite``) is
+    newer than the export: the run was profiled again and the export is of the previous recording (nsys's own
+    tools re-export it; tracelens writes nothing beside its input). None otherwise."""
+    export = Path(export)
+    if not export.name.lower().endswith(".sqlite"):
+        return None
+    stem = export.name[: -len(".sqlite")]
+    try:
+        exported = export.stat().st_mtime
+        for suffix in (".nsys-rep", ".qdrep"):
+            report = export.with_name(stem + suffix)
+            if report.is_file() and report.stat().st_mtime > exported:
+                command = shlex.join(["nsys", *export_command(report, export)[1:]])
+                return (
+                    f"{report.name} beside it is newer than this export: the export may be of an earlier "
+                    f"recording; refresh it with {command}, or analyze the report"
+                )
+    except OSError:
+        return None  # (a sibling that cannot be looked at says nothing about the export)
+    return None
