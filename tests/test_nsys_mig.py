@@ -8,6 +8,7 @@ the physical GPU's it runs on; every expectation is SQL over the edited export."
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -62,3 +63,34 @@ def test_two_slices_of_one_gpu_each_keep_their_sms(tmp_path: Path, capsys: pytes
     devices = _devices(path, capsys)
     assert {d: devices[d]["sm_count"] for d in devices} == sms
     assert {devices[d]["compute_capability"] for d in devices} == {f"{major}.{minor}"}
+
+
+def test_slices_of_two_processes_are_two_devices(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # two ranks, each on a slice of its own (CUDA_VISIBLE_DEVICES=MIG-...), each calling it CUDA device 0: the
+    # ranks were one "GPU 0" (6 kernels, 70 µs of kernel time in a 40.8 µs busy union). Each slice is a device.
+    from test_nsys_processes import PID2, _two_processes
+
+    path = _two_processes(tmp_path, device=0)
+    conn = sqlite3.connect(path)
+    conn.execute(CUDA_DEVICE)
+    conn.execute(
+        f"INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242, 'MIG-aaaa', 14), (0, 0, {PID2}, 'MIG-bbbb', 28)"
+    )
+    conn.commit()
+    conn.close()
+    per_process = query(
+        path,
+        "SELECT c.uuid, c.numMultiprocessors, count(*), sum(k.end - k.start) FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+        "JOIN TARGET_INFO_CUDA_DEVICE c ON c.pid = (k.globalPid >> 24) & 16777215 AND c.cudaId = k.deviceId "
+        "GROUP BY c.uuid ORDER BY c.uuid",
+    )
+    assert len(per_process) == 2
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    got = sorted(
+        (d["kernel_count"], d["kernel_ns"], occ["sm_count"])
+        for d in doc["devices"]
+        for occ in doc["occupancy"]["per_device"]
+        if occ["device"] == d["id"]
+    )
+    assert got == sorted((n, ns, sms) for _, sms, n, ns in per_process)

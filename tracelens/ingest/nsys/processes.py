@@ -81,21 +81,44 @@ def cuda_device_gpus(db: Database) -> dict[tuple[int, int], int]:
     uuid = "uuid" if "uuid" in db.columns(table) else "NULL"
     gpus: dict[tuple[int, int], set[int]] = {}
     devices_of: dict[int, set[Any]] = {}  # per GPU, the CUDA devices (by uuid) that are it
+    uuids: dict[tuple[int, int], Any] = {}  # (pid, CUDA device) -> its uuid (None where two or none)
     for gpu, cuda, pid, name in db.small(f"SELECT DISTINCT gpuId, cudaId, pid, {uuid} FROM {table}"):
         if all(device_id(v) is not None for v in (gpu, cuda, pid)):  # ids the int32 columns hold
             gpus.setdefault((pid, cuda), set()).add(gpu)
+            uuids[(pid, cuda)] = name if uuids.get((pid, cuda), name) == name else None
             devices_of.setdefault(gpu, set()).add(name if isinstance(name, str) and name else (pid, cuda))
     mapped = {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
     # Two CUDA devices of one process on one GPU, or two devices of distinct uuids on one GPU, are not the GPU
     # whole (MIG instances are CUDA devices of their own): merged into one device, their work would be one busy
-    # union. The devices then stay as exported.
+    # union. Each such device is then a device of its own (mig_slices), else they stay as exported.
     per_process: dict[tuple[int, int], int] = {}
     for (pid, _), gpu in mapped.items():
         per_process[(pid, gpu)] = per_process.get((pid, gpu), 0) + 1
     named = [{d for d in found if isinstance(d, str)} for found in devices_of.values()]
     if any(n > 1 for n in per_process.values()) or any(len(u) > 1 for u in named):
-        return {}
+        return mig_slices(mapped, uuids)
     return mapped
+
+
+def mig_slices(
+    mapped: dict[tuple[int, int], int], uuids: dict[tuple[int, int], Any]
+) -> dict[tuple[int, int], int]:
+    """(pid, CUDA device) -> a device of its own per CUDA device uuid (a MIG slice, or a whole GPU), where the
+    GPU of each pair is known (``mapped``) and every pair has a uuid; empty otherwise (the devices stay as
+    exported). Where the CUDA ids already tell the uuids apart (one id per uuid, distinct), they are kept; else
+    (ranks each calling their own slice "device 0", which as exported were one device) the devices are numbered
+    0, 1, ... in (GPU, uuid) order."""
+    if not mapped or any(not isinstance(uuids.get(key), str) for key in mapped):
+        return {}
+    slices = sorted({(gpu, uuids[key]) for key, gpu in mapped.items()})
+    cuda_of: dict[tuple[int, str], set[int]] = {}
+    for key, gpu in mapped.items():
+        cuda_of.setdefault((gpu, uuids[key]), set()).add(key[1])
+    ids = [next(iter(c)) for c in cuda_of.values()]
+    if all(len(c) == 1 for c in cuda_of.values()) and len(set(ids)) == len(ids):
+        return {key: key[1] for key in mapped}
+    number = {s: i for i, s in enumerate(slices)}
+    return {key: number[(gpu, uuids[key])] for key, gpu in mapped.items()}
 
 
 def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> bool:
