@@ -176,3 +176,56 @@ def processes_without_gpu_rows(parts: list[Part]) -> dict[int, int]:
         for p, n in zip(pids.tolist(), counts.tolist(), strict=True):
             calls[p] = calls.get(p, 0) + n
     return {p: n for p, n in sorted(calls.items()) if p not in gpu_pids}
+
+
+def sync_devices_from_ops(parts: list[Part]) -> int:
+    """Set each synchronization row's ``device`` (in place) to the one device its process runs its stream's GPU ops
+    on, else the one device its process runs any GPU op on, else leave it as exported; how many rows changed.
+    CUPTI's synchronization record has no device, and nsys writes 0: every SYNCHRONIZATION row of the h100x2 window
+    export says device 0, a process's whose every op runs on device 1 too."""
+    ops = [p for p in parts if not p.host and "sync_kind" not in p.columns and p.n]
+    syncs = [p for p in parts if "sync_kind" in p.columns and p.n]
+    if not ops or not syncs:
+        return 0
+
+    def column(part: Part, name: str) -> np.ndarray:
+        values = part.columns.get(name)
+        return int64_numpy(values, fill=-1) if values is not None else np.full(part.n, -1, np.int64)
+
+    pid = np.concatenate([column(p, "pid") for p in ops])
+    stream = np.concatenate([column(p, "stream") for p in ops])
+    device = np.concatenate([column(p, "device") for p in ops])
+    known = (pid >= 0) & (device >= 0)
+    pid, stream, device = pid[known], stream[known], device[known]
+
+    def one_device(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The keys whose ops all run on one device (sorted), and that device."""
+        pairs = np.unique(np.stack([keys, device]), axis=1)  # (key, device), distinct, by key
+        key, count = np.unique(pairs[0], return_counts=True)
+        single = count == 1
+        first = np.concatenate([[0], np.cumsum(count)[:-1]])
+        return key[single], pairs[1][first[single]]
+
+    # stream ids are per process: the key is (pid, stream) as one int64 (pid < 2^24, stream ids < 2^39 here)
+    stream_key = pid * (1 << 39) + np.where((stream >= 0) & (stream < 1 << 39), stream, (1 << 39) - 1)
+    stream_keys, stream_devices = one_device(stream_key)
+    pid_keys, pid_devices = one_device(pid)
+
+    def lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarray:
+        if keys.size == 0:
+            return np.full(want.size, -1, np.int64)
+        at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+        return np.where(keys[at] == want, values[at], -1)
+
+    changed = 0
+    for part in syncs:
+        p, s, d = column(part, "pid"), column(part, "stream"), column(part, "device")
+        key = p * (1 << 39) + np.where((s >= 0) & (s < 1 << 39), s, (1 << 39) - 1)
+        found = lookup(stream_keys, stream_devices, np.where(s >= 0, key, -1))
+        found = np.where(found >= 0, found, lookup(pid_keys, pid_devices, p))
+        found = np.where((found >= 0) & (p >= 0), found, d)
+        if (found != d).any():
+            changed += int((found != d).sum())
+            nulls = found < 0
+            part.columns["device"] = pa.array(found, pa.int64(), mask=nulls if nulls.any() else None)
+    return changed

@@ -44,6 +44,7 @@ from .processes import (
     key_correlation_ids_by_process,
     map_devices_to_gpus,
     processes_without_gpu_rows,
+    sync_devices_from_ops,
 )
 from .queries import (
     GPU_TABLES,
@@ -197,6 +198,8 @@ class NsysReader:
         # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
         gpus = cuda_device_gpus(db)
         map_devices_to_gpus(parts, gpus)
+        # CUPTI's synchronization record has no device (nsys writes 0): its stream's or process's GPU's
+        sync_devices_from_ops(parts)
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column
