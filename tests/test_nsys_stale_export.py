@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nsys_handmade_export import edited_copy
+from tests.nsys_handmade_export import edited_copy, query
 from tracelens.cli import main
 from tracelens.ingest import load
 
@@ -49,3 +49,42 @@ def test_an_export_newer_than_its_report_is_quiet(tmp_path: Path) -> None:
         warnings.simplefilter("ignore")
         trace = load(export)
     assert not [w for w in trace.metadata.warnings if report.name in w]
+
+
+def test_a_report_replaced_by_an_older_file_is_exported_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The .nsys-rep cache was reused while it was newer than the report: a report replaced by another recording
+    # whose mtime is older (cp -p, rsync -a, a tar extracted: mtimes kept) read the previous recording's export
+    # (the same for run.qdrep beside run.nsys-rep, which share the cache run.tracelens.sqlite).
+    from test_nsys import _fake_nsys
+
+    first = edited_copy(tmp_path / "first.sqlite")
+    second = edited_copy(
+        tmp_path / "second.sqlite", "DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE correlationId = 104"
+    )
+    kernels = {p: query(p, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0] for p in (first, second)}
+    assert kernels[first] != kernels[second]
+    report = tmp_path / "run.nsys-rep"
+    report.write_bytes(b"the first recording")
+    log = tmp_path / "nsys.log"
+    monkeypatch.setenv(
+        "PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    )  # the fake nsys first
+
+    def kernel_count() -> int:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return load(report).events.column("kind").to_pylist().count("kernel")
+
+    _fake_nsys(tmp_path / "bin", first, log)
+    assert kernel_count() == kernels[first]
+    # the second recording, its mtime kept from a day before the first was exported
+    report.write_bytes(b"the second recording")
+    day_before = (tmp_path / "run.tracelens.sqlite").stat().st_mtime_ns - 86_400 * 10**9
+    os.utime(report, ns=(day_before, day_before))
+    _fake_nsys(tmp_path / "bin", second, log)
+    assert kernel_count() == kernels[second]
+    exports = [line for line in log.read_text().splitlines() if line.startswith("export ")]
+    assert len(exports) == 2
+    assert kernel_count() == kernels[second] and len(log.read_text().splitlines()) == 2  # then reused

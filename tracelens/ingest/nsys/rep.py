@@ -1,7 +1,7 @@
 """``.nsys-rep`` reports: export once to SQLite with the ``nsys`` tool and reuse the export while it is fresh.
 
 The cache sits beside the report (``<report>.tracelens.sqlite``) when that directory is writable, else in
-``~/.cache/tracelens/``. It is reused while it is newer than the report. The export goes to a temporary
+``~/.cache/tracelens/``. It is reused while its mtime is the report's (set so when it is written). The export goes to a temporary
 name first and is renamed into place, so an interrupted export never poses as a finished one.
 """
 
@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from ...errors import InputError, ToolMissingError
@@ -54,7 +55,11 @@ def export_report(report: Path) -> Path:
     if not report.is_file():
         raise InputError("no such file", path=report)
     cache = cache_path(report)
-    if cache.is_file() and cache.stat().st_mtime > report.stat().st_mtime:
+    # Fresh when its mtime is the report's, to the ns (set so below): "newer than the report" reused the export of
+    # a report replaced by an older file (cp -p, rsync -a, tar keep mtimes), and of run.qdrep beside run.nsys-rep
+    # (one cache name for both)
+    recorded = report.stat().st_mtime_ns
+    if cache.is_file() and cache.stat().st_mtime_ns == recorded:
         return cache
     nsys = shutil.which("nsys")
     manual = shlex.join(["nsys", "export", "--type", "sqlite", "--output", str(cache), str(report)])
@@ -73,6 +78,7 @@ def export_report(report: Path) -> Path:
         if proc.returncode != 0 or not partial.is_file():
             lines = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()
             raise InputError(f"'nsys export' failed (exit {proc.returncode}): {lines[-1]}", path=report)
+        os.utime(partial, ns=(time.time_ns(), recorded))  # the report's mtime: the export of this report
         os.replace(partial, cache)
     finally:
         partial.unlink(missing_ok=True)
