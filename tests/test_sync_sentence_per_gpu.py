@@ -39,3 +39,27 @@ def test_the_sync_sentence_counts_the_named_gpus_calls(path: Path, capsys: pytes
     text = " ".join(capsys.readouterr().out.split())
     assert f"GPU {device} was idle" in text
     assert f"“cudaStreamSynchronize” ({count} calls, {fmt_ns(total)})" in text
+
+
+@pytest.mark.parametrize("path", shared_params("nsys", "h100x2_*.sqlite"))
+def test_the_item_reads_named_beside_a_gpu_are_its_own(path: Path, capsys: pytest.CaptureFixture) -> None:
+    # "GPU 1 was idle ...; 4 small device-to-host reads waited for the GPU": 2 of them were GPU 1's. Every DtoH copy
+    # of this export is an .item() read (the 4 aten::item ranges): counted per device by SQL.
+    assert main(["analyze", "-f", "json", str(path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    item = doc["sync"]["item_pattern"]
+    per_device = dict(
+        query(
+            path,
+            "SELECT deviceId, count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 2 GROUP BY deviceId",
+        )
+    )
+    assert item["count"] == sum(per_device.values()) == 4
+    assert item["by_device"] == {str(d): n for d, n in per_device.items()}
+    (sync,) = [c for c in doc["diagnosis"]["causes"] if c["cause"] == "synchronization"]
+    idle = sync["evidence"]["idle_by_device"]
+    device = max(idle, key=lambda d: (idle[d], -int(d)))
+    assert main(["analyze", str(path)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"GPU {device} was idle" in text
+    assert f"; {per_device[int(device)]} small device-to-host reads waited for the GPU" in text

@@ -115,10 +115,11 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
         else "synchronizing calls"
     )
     item = ev.get("item_pattern") or {}
-    if item.get("count"):
-        text += (
-            f"; {plural(item['count'], 'small device-to-host read')} waited for the GPU (the .item() pattern)"
-        )
+    # more than one GPU: the reads of the GPU named (item_pattern.by_device), not every GPU's
+    per_gpu = item.get("by_device")  # (absent from documents of earlier versions: the trace's count)
+    reads = per_gpu.get(device, 0) if len(by_device) > 1 and isinstance(per_gpu, dict) else item.get("count")
+    if reads:
+        text += f"; {plural(reads, 'small device-to-host read')} waited for the GPU (the .item() pattern)"
         item_ops = item.get("top_ops") or []
         if item_ops:
             text += f", most often in {quote(item_ops[0]['name'])}"
