@@ -230,7 +230,10 @@ MEMO_READERS: dict[str, frozenset[str]] = {
         "api_correlation": _PAIRS_READERS,
         "call_ids_unique": _PAIRS_READERS,
         "launch_pairs": _PAIRS_READERS,
-        "kernel_union": ("memcpy", "communication"),  # one value per device (kernel_union/0, ...)
+        "kernel_union": ("memcpy", "communication"),
+        # the unified-memory migrations' rows: computed by the memcpy section (it reads the copy kinds), read by the
+        # completeness judge and the replay's count of unlaunched ops (.migrations)
+        "migration_rows": ("memcpy", "whatif", "diagnosis"),  # one value per device (kernel_union/0, ...)
         "step_windows": ("steps", "attribution", "sync", "whatif"),
         "host_categories": ("steps", "attribution", "whatif", "diagnosis"),
         "one_time_work": ("steps", "attribution", "whatif", "diagnosis"),

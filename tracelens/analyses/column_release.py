@@ -66,7 +66,7 @@ COLUMN_READERS: dict[str, frozenset[str]] = {
             "diagnosis",
         ),
         "bytes": ("memcpy", "launch_pairs"),
-        "copy_kind": ("memcpy", "whatif", "launch_pairs"),
+        "copy_kind": ("memcpy", "whatif", "launch_pairs", "migration_rows"),
         "src_kind": ("memcpy", "whatif"),
         "dst_kind": ("memcpy", "whatif"),
         "sync_kind": ("sync", "whatif"),

@@ -51,6 +51,7 @@ from .derived import memo, starts_ascending
 from .kinds import kind_mask
 from .launch import call_ids_unique, launch_pairs
 from .memcpy import api_correlation
+from .migrations import has_migrations, migration_mask
 from .names import code_mask, is_kernel_launch
 
 LOST_SHARE = 0.10  # launch calls after the GPU side ends: reported from this share of the launch calls
@@ -371,7 +372,13 @@ def judge(trace: Trace) -> dict[str, Any]:
             problems.append(_problem("gpu_ops_without_duration", True, evidence, _fix(DURATION_FIX, who)))
 
     if gpu_ids is not None:
-        has_id = gpu_ids >= 0
+        # unified-memory migrations: GPU ops no call launches (.migrations), left out of the launch checks below
+        # (gpu_ids are the GPU rows' in row order, joined or not)
+        launchable = np.ones(gpu_ids.size, bool)
+        if has_migrations(trace):
+            rows = gpu if gpu is not None else np.flatnonzero(kind_mask(cols.kind, GPU_ACTIVITY_KINDS))
+            launchable = ~migration_mask(trace, rows)
+        has_id = (gpu_ids >= 0) & launchable
         with_op_id = int(np.count_nonzero(has_id))
         if pairs is not None and joined:
             unmatched_gpu = int(np.count_nonzero(has_id & ~pairs["matched"]))
@@ -389,9 +396,10 @@ def judge(trace: Trace) -> dict[str, Any]:
             problems.append(
                 _problem("gpu_activity_without_launches", False, evidence, _fix(HOST_SIDE_FIX, who))
             )
-        missing_gpu = gpu_count - with_op_id
+        launchable_count = int(np.count_nonzero(launchable))
+        missing_gpu = launchable_count - with_op_id
         missing_launch = launch_count - with_id_count
-        gpu_share = missing_gpu / gpu_count
+        gpu_share = missing_gpu / launchable_count if launchable_count else 0.0
         launch_share = missing_launch / launch_count if launch_count else 0.0
         if gpu_share >= MISSING_ID_SHARE or launch_share >= MISSING_ID_SHARE:
             evidence = {

@@ -29,6 +29,7 @@ from .columns import busy_gpu_equivalents, device_busy, event_columns, memo
 from .copy_calls import launched_call_rows
 from .launch import launch_pairs
 from .masked_sums import count_where, sum_where
+from .migrations import migration_rows
 from .names import is_graph_launch, is_sync_copy, names_in_use
 
 if TYPE_CHECKING:  # imported where a function needs it: analyze's path runs without pandas
@@ -872,4 +873,7 @@ def findings(doc: dict[str, Any], kernel_union: dict[int, int]) -> list[dict[str
 
 
 def section(trace: Trace, done: dict[str, Any]) -> dict[str, Any]:
+    migration_rows(
+        trace
+    )  # shared (.migrations): computed while the copy kinds are read, held for their readers
     return memcpy_report(trace)

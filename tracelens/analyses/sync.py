@@ -163,6 +163,7 @@ def item_pattern(trace: Trace, calls: Table, thread_keys: np.ndarray) -> dict[st
         "max_bytes": ITEM_MAX_BYTES,
         "top_ops": [],
         "per_step": [],
+        "by_device": {},
     }
     if small.empty:
         return empty
@@ -190,6 +191,10 @@ def item_pattern(trace: Trace, calls: Table, thread_keys: np.ndarray) -> dict[st
         "max_bytes": ITEM_MAX_BYTES,
         "top_ops": top,
         "per_step": [int(x) for x in per_step[:STEP_LIMIT]],
+        # per GPU (the copies' devices): a sentence naming one GPU counts its own reads
+        "by_device": {
+            str(int(d)): int(n) for d, n in zip(*np.unique(hit["device"], return_counts=True), strict=True)
+        },
     }
 
 

@@ -24,6 +24,7 @@ from ..replay.graph import Graph, point_rows
 from ..replay.remedies import NOT_MODELED, NOT_MODELED_REASONS, REMEDIES, Context, Outcome
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, RUNTIME, STEP, Trace
 from .columns import event_columns
+from .migrations import migration_mask
 from .schedule import run_beside, run_sections
 
 
@@ -56,16 +57,19 @@ def outcome_errors(recorded: Timed, replayed: Timed) -> dict[str, Any]:
     }
 
 
-def replay_error_fields(g: Graph, recorded: Timed, base: Timed, typical: Timed) -> dict[str, Any]:
+def replay_error_fields(
+    g: Graph, recorded: Timed, base: Timed, typical: Timed, migrations: int = 0
+) -> dict[str, Any]:
     """``replay_error`` of a trace's or a run's graph: the unchanged replay and the model replay (every lag at
-    its median) against the recording."""
+    its median) against the recording. ``migrations``: the unlaunched ops that are unified-memory migrations, which
+    no call launches (.migrations): not counted as ops that lost their launch call."""
     return {
         "points": int(g.size),
         "blocking_calls": int((g.call_waits | g.call_queued).sum()),
         **outcome_errors(recorded, base),
         "model_span_error": relative(typical.span_ns, recorded.span_ns),
         "model_step_error": relative(typical.step_ns, recorded.step_ns),
-        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()),
+        "unlaunched_gpu_ops": int((g.op_launch_call < 0).sum()) - migrations,
         "gpu_ops": int(g.op_row.size),
     }
 
@@ -275,7 +279,13 @@ def _model_replay(ctx: Context) -> dict[str, Any]:
     g, recorded = ctx.graph, ctx.recorded
     typical = ctx.outcome(g.at_typical_lags())
     replay_error: dict[str, Any] = {
-        **replay_error_fields(g, recorded, ctx.base, typical),
+        **replay_error_fields(
+            g,
+            recorded,
+            ctx.base,
+            typical,
+            int((migration_mask(ctx.trace, g.op_row) & (g.op_launch_call < 0)).sum()),
+        ),
         "model_error_by_lag": None,
         "model_reason": None,
     }

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...units import fmt_bytes, fmt_ns, fmt_pct, plural
 from .. import memcpy as copies
+from ..migrations import is_migration_kind
 from .cause import Cause, Context, Evidence, by_framework
 from .wording import mean_note, worst
 
@@ -92,6 +93,13 @@ FIXES = {
         "in use), pin host buffers on the GPU's NUMA node, and look for copies sharing the link at the "
         "same time.",
     },
+    # copies that are unified-memory migrations (.migrations): no copy call to pin, batch or make asynchronous
+    "managed": {
+        "default": "These copies are unified-memory migrations the driver makes on demand when a kernel or the host "
+        "touches managed memory (cudaMallocManaged) that is elsewhere, page by page: prefetch it to where it is "
+        "used next (cudaMemPrefetchAsync), advise where it lives (cudaMemAdvise: SetPreferredLocation, "
+        "SetReadMostly), or keep data only the GPU uses in cudaMalloc memory.",
+    },
     "device_copies": {
         "pytorch": "Device-to-device copies with no compute beside them: avoid materialising copies "
         "(.contiguous(), .clone(), torch.cat in loops); use views and in-place ops.",
@@ -135,6 +143,8 @@ def remedy(
     if top is None:
         return "async"  # only synchronous-copy idle, no exposed copy time
     duration = top["duration_ns"] or 1
+    if is_migration_kind(top["kind"]):
+        return "managed"
     if top["kind"] == "DtoD":
         return "device_copies"
     if mostly(top["pageable_ns"], duration):
@@ -205,7 +215,9 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
             k = kinds[0]
             duration = k["duration_ns"] or 1
             memory = (
-                ""
+                "migrated on demand (unified memory)"
+                if is_migration_kind(k["kind"])
+                else ""
                 if k["kind"] in ("DtoD", "PtoP")
                 else "pinned"
                 if mostly(k["pinned_ns"], duration)
@@ -335,5 +347,5 @@ def check_fix(check: dict[str, Any], framework: str) -> str | None:
 
 # The replay models pinned, asynchronous copies (replay/remedies.py): the `pin` and `async` fixes. Fewer bytes,
 # device-side copies, batching and overlap on another stream are other changes, whose gain it does not predict.
-UNREPLAYED = frozenset({"device_copies", "batch", "floor", "fewer_bytes", "overlap"})
+UNREPLAYED = frozenset({"device_copies", "batch", "floor", "fewer_bytes", "overlap", "managed"})
 CAUSE = Cause(NAME, evidence, FIXES, sentence, device_lost=device_lost, unreplayed=UNREPLAYED)

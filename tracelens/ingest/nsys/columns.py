@@ -177,3 +177,26 @@ def drop_rows_without_device(parts: list[Part]) -> int:
         dropped += device.null_count
         part.n -= device.null_count
     return dropped
+
+
+def drop_untimed_rows(parts: list[Part]) -> int:
+    """Remove the GPU rows (ops and syncs) whose start and end are both 0 (in place); how many there were. CUPTI
+    writes 0 for both where it could collect no timestamp (CUpti_ActivityKernel's start/end), and nsys times are ns
+    since the session began: kept, such a row put the trace's origin at 0 and made the GPU idle until its first
+    real op. A row at 0 with an end after it carries a time and is kept."""
+    dropped = 0
+    for part in parts:
+        start, end = part.columns.get("start_ns"), part.columns.get("end_ns")
+        if part.host or start is None or end is None or not part.n:
+            continue
+        untimed = pc.fill_null(pc.and_(pc.equal(start, 0), pc.equal(end, 0)), False)
+        count = pc.sum(untimed).as_py() or 0
+        if not count:
+            continue
+        keep = pc.invert(untimed)
+        for name, values in part.columns.items():
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                part.columns[name] = values.filter(keep)
+        dropped += count
+        part.n -= count
+    return dropped

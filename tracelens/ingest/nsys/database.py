@@ -24,8 +24,28 @@ ADBC_BATCH_ROWS = 1 << 28
 
 
 def sqlite_uri(path: Path) -> str:
-    """A read-only SQLite URI for ``path`` (percent-encoded, so '?', '#' and '%' in names are safe)."""
-    return f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    """A read-only SQLite URI for ``path`` (percent-encoded, so '?', '#' and '%' in names are safe); immutable
+    for a WAL-mode file without commits in a ``-wal`` file (:func:`_wal_without_commits`)."""
+    uri = f"file:{quote(str(Path(path).resolve()))}?mode=ro"
+    return f"{uri}&immutable=1" if _wal_without_commits(Path(path)) else uri
+
+
+def _wal_without_commits(path: Path) -> bool:
+    """Whether ``path`` is a WAL-mode database (header bytes 18-19 are 2) whose every page is in the file itself
+    (no ``-wal`` file, or an empty one). A read-only open of a WAL database creates the ``-shm`` index and a
+    ``-wal`` beside it (files written next to the user's input), and fails where the directory is not writable
+    ("attempt to write a readonly database"); opened immutable, SQLite reads the file alone and creates nothing."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+        wal = Path(f"{path}-wal")
+        return (
+            head[:16] == b"SQLite format 3\0"
+            and head[18:20] == b"\2\2"
+            and (not wal.exists() or wal.stat().st_size == 0)
+        )
+    except OSError:
+        return False  # (unreadable: the open says why)
 
 
 class Database:
@@ -152,6 +172,15 @@ def _input_error(err: Exception, path: Path) -> InputError:
         return InputError(
             f"{journal.name} beside it holds an interrupted write (nsys export killed, or the file copied while "
             "it was written): re-export the report, or let sqlite3 roll it back on a copy opened read-write",
+            path=path,
+        )
+    wal = Path(f"{path}-wal")
+    if "readonly" in text and wal.is_file() and wal.stat().st_size:
+        # a WAL file with commits: SQLite reads them through the -shm index, which it must create or write
+        return InputError(
+            f"{wal.name} beside it holds commits not yet in the file (a WAL-mode database), which a read-only "
+            "open can read only where it may create or write the -shm index beside it: copy the file with its "
+            "-wal to a writable directory, or checkpoint it there (sqlite3 FILE 'PRAGMA wal_checkpoint')",
             path=path,
         )
     if "locked" in text or "busy" in text:

@@ -87,8 +87,9 @@ def schema_version_warning(meta: dict[str, str]) -> str | None:
     return None
 
 
-def devices(db: Database, events: EventStore) -> pa.Table:
-    """The device table: TARGET_INFO_GPU, TARGET_INFO_CUDA_DEVICE's SM counts, and every device a row names."""
+def devices(db: Database, events: EventStore, gpus: dict[tuple[int, int], int]) -> pa.Table:
+    """The device table: TARGET_INFO_GPU, the CUDA devices of TARGET_INFO_CUDA_DEVICE (:func:`cuda_device_rows`;
+    ``gpus`` maps the events' devices as :func:`.processes.cuda_device_gpus` did), and every device a row names."""
     rows: dict[int, dict[str, Any]] = {}
     if "TARGET_INFO_GPU" in db.tables:
         have = set(db.columns("TARGET_INFO_GPU"))
@@ -145,24 +146,48 @@ def devices(db: Database, events: EventStore) -> pa.Table:
                     else None,
                     "clock_rate_khz": int(g["clockRate"]) // 1000 if g["clockRate"] else None,
                 }
-    if "TARGET_INFO_CUDA_DEVICE" in db.tables and {"cudaId", "numMultiprocessors"} <= set(
-        db.columns("TARGET_INFO_CUDA_DEVICE")
-    ):
-        # keyed by the GPU (gpuId) where the table names it: the events' device is that GPU (.processes)
-        gpu_col = "gpuId" if "gpuId" in db.columns("TARGET_INFO_CUDA_DEVICE") else "NULL"
-        for gpu_id, cuda_id, sms in db.small(
-            f"SELECT DISTINCT {gpu_col}, cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"
-        ):
-            key = device_id(gpu_id) if gpu_id is not None else device_id(cuda_id)
-            if key is None:
-                continue
-            sms = sms if _is_number(sms) else None
-            row = rows.setdefault(int(key), {"id": int(key), "vendor": "nvidia"})
-            if row.get("sm_count") is None:
-                row["sm_count"] = sms
+    for key, row in cuda_device_rows(db, rows, gpus).items():
+        rows[key] = row
     for dev in events.unique("device"):
         rows.setdefault(int(dev), {"id": int(dev), "vendor": "nvidia"})
     return build_devices([rows[k] for k in sorted(rows)])
+
+
+def cuda_device_rows(
+    db: Database, gpu_rows: dict[int, dict[str, Any]], gpus: dict[tuple[int, int], int]
+) -> dict[int, dict[str, Any]]:
+    """Device rows from TARGET_INFO_CUDA_DEVICE, keyed as the events' devices are: the GPU ``gpus`` maps the
+    (pid, cudaId) to, else the CUDA id as exported. A row takes the properties of the physical GPU its CUDA
+    devices run on (``gpu_rows``, TARGET_INFO_GPU by id) and their own SM count (``numMultiprocessors``, what
+    cudaGetDeviceProperties gave the process): a MIG slice has the SMs of its slice (14 of an A100's 108 for a
+    1g.5gb), and judged against the whole GPU's its kernels read as under-filled. Where the CUDA devices of one
+    key disagree (GPU or SM count), that property is not taken from them."""
+    table = "TARGET_INFO_CUDA_DEVICE"
+    if table not in db.tables or not {"cudaId", "numMultiprocessors"} <= set(db.columns(table)):
+        return {}
+    have = set(db.columns(table))
+    gpu_col, pid_col = ("gpuId" if "gpuId" in have else "NULL"), ("pid" if "pid" in have else "NULL")
+    parents: dict[int, set[Any]] = {}
+    counts: dict[int, set[Any]] = {}
+    for gpu_id, cuda_id, pid, sms in db.small(
+        f"SELECT DISTINCT {gpu_col}, cudaId, {pid_col}, numMultiprocessors FROM {table}"
+    ):
+        cuda = device_id(cuda_id)
+        if cuda is None:
+            continue
+        key = gpus.get((pid, cuda), cuda) if device_id(pid) is not None else cuda
+        parents.setdefault(key, set()).add(device_id(gpu_id))
+        counts.setdefault(key, set()).add(sms if _is_number(sms) and sms > 0 else None)
+    rows: dict[int, dict[str, Any]] = {}
+    for key in parents:
+        (parent,) = parents[key] if len(parents[key]) == 1 else (None,)
+        # the physical GPU's properties (where the table names none, or two: the GPU of the device's own id)
+        row = dict(gpu_rows.get(parent if parent is not None else key, {"vendor": "nvidia"}), id=key)
+        (sms,) = counts[key] if len(counts[key]) == 1 else (None,)
+        if sms is not None:
+            row["sm_count"] = sms
+        rows[key] = row
+    return rows
 
 
 def detect_framework(

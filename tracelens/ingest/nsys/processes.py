@@ -81,21 +81,44 @@ def cuda_device_gpus(db: Database) -> dict[tuple[int, int], int]:
     uuid = "uuid" if "uuid" in db.columns(table) else "NULL"
     gpus: dict[tuple[int, int], set[int]] = {}
     devices_of: dict[int, set[Any]] = {}  # per GPU, the CUDA devices (by uuid) that are it
+    uuids: dict[tuple[int, int], Any] = {}  # (pid, CUDA device) -> its uuid (None where two or none)
     for gpu, cuda, pid, name in db.small(f"SELECT DISTINCT gpuId, cudaId, pid, {uuid} FROM {table}"):
         if all(device_id(v) is not None for v in (gpu, cuda, pid)):  # ids the int32 columns hold
             gpus.setdefault((pid, cuda), set()).add(gpu)
+            uuids[(pid, cuda)] = name if uuids.get((pid, cuda), name) == name else None
             devices_of.setdefault(gpu, set()).add(name if isinstance(name, str) and name else (pid, cuda))
     mapped = {key: next(iter(found)) for key, found in gpus.items() if len(found) == 1}
     # Two CUDA devices of one process on one GPU, or two devices of distinct uuids on one GPU, are not the GPU
     # whole (MIG instances are CUDA devices of their own): merged into one device, their work would be one busy
-    # union. The devices then stay as exported.
+    # union. Each such device is then a device of its own (mig_slices), else they stay as exported.
     per_process: dict[tuple[int, int], int] = {}
     for (pid, _), gpu in mapped.items():
         per_process[(pid, gpu)] = per_process.get((pid, gpu), 0) + 1
     named = [{d for d in found if isinstance(d, str)} for found in devices_of.values()]
     if any(n > 1 for n in per_process.values()) or any(len(u) > 1 for u in named):
-        return {}
+        return mig_slices(mapped, uuids)
     return mapped
+
+
+def mig_slices(
+    mapped: dict[tuple[int, int], int], uuids: dict[tuple[int, int], Any]
+) -> dict[tuple[int, int], int]:
+    """(pid, CUDA device) -> a device of its own per CUDA device uuid (a MIG slice, or a whole GPU), where the
+    GPU of each pair is known (``mapped``) and every pair has a uuid; empty otherwise (the devices stay as
+    exported). Where the CUDA ids already tell the uuids apart (one id per uuid, distinct), they are kept; else
+    (ranks each calling their own slice "device 0", which as exported were one device) the devices are numbered
+    0, 1, ... in (GPU, uuid) order."""
+    if not mapped or any(not isinstance(uuids.get(key), str) for key in mapped):
+        return {}
+    slices = sorted({(gpu, uuids[key]) for key, gpu in mapped.items()})
+    cuda_of: dict[tuple[int, str], set[int]] = {}
+    for key, gpu in mapped.items():
+        cuda_of.setdefault((gpu, uuids[key]), set()).add(key[1])
+    ids = [next(iter(c)) for c in cuda_of.values()]
+    if all(len(c) == 1 for c in cuda_of.values()) and len(set(ids)) == len(ids):
+        return {key: key[1] for key in mapped}
+    number = {s: i for i, s in enumerate(slices)}
+    return {key: number[(gpu, uuids[key])] for key, gpu in mapped.items()}
 
 
 def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> bool:
@@ -153,3 +176,56 @@ def processes_without_gpu_rows(parts: list[Part]) -> dict[int, int]:
         for p, n in zip(pids.tolist(), counts.tolist(), strict=True):
             calls[p] = calls.get(p, 0) + n
     return {p: n for p, n in sorted(calls.items()) if p not in gpu_pids}
+
+
+def sync_devices_from_ops(parts: list[Part]) -> int:
+    """Set each synchronization row's ``device`` (in place) to the one device its process runs its stream's GPU ops
+    on, else the one device its process runs any GPU op on, else leave it as exported; how many rows changed.
+    CUPTI's synchronization record has no device, and nsys writes 0: every SYNCHRONIZATION row of the h100x2 window
+    export says device 0, a process's whose every op runs on device 1 too."""
+    ops = [p for p in parts if not p.host and "sync_kind" not in p.columns and p.n]
+    syncs = [p for p in parts if "sync_kind" in p.columns and p.n]
+    if not ops or not syncs:
+        return 0
+
+    def column(part: Part, name: str) -> np.ndarray:
+        values = part.columns.get(name)
+        return int64_numpy(values, fill=-1) if values is not None else np.full(part.n, -1, np.int64)
+
+    pid = np.concatenate([column(p, "pid") for p in ops])
+    stream = np.concatenate([column(p, "stream") for p in ops])
+    device = np.concatenate([column(p, "device") for p in ops])
+    known = (pid >= 0) & (device >= 0)
+    pid, stream, device = pid[known], stream[known], device[known]
+
+    def one_device(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The keys whose ops all run on one device (sorted), and that device."""
+        pairs = np.unique(np.stack([keys, device]), axis=1)  # (key, device), distinct, by key
+        key, count = np.unique(pairs[0], return_counts=True)
+        single = count == 1
+        first = np.concatenate([[0], np.cumsum(count)[:-1]])
+        return key[single], pairs[1][first[single]]
+
+    # stream ids are per process: the key is (pid, stream) as one int64 (pid < 2^24, stream ids < 2^39 here)
+    stream_key = pid * (1 << 39) + np.where((stream >= 0) & (stream < 1 << 39), stream, (1 << 39) - 1)
+    stream_keys, stream_devices = one_device(stream_key)
+    pid_keys, pid_devices = one_device(pid)
+
+    def lookup(keys: np.ndarray, values: np.ndarray, want: np.ndarray) -> np.ndarray:
+        if keys.size == 0:
+            return np.full(want.size, -1, np.int64)
+        at = np.minimum(np.searchsorted(keys, want), keys.size - 1)
+        return np.where(keys[at] == want, values[at], -1)
+
+    changed = 0
+    for part in syncs:
+        p, s, d = column(part, "pid"), column(part, "stream"), column(part, "device")
+        key = p * (1 << 39) + np.where((s >= 0) & (s < 1 << 39), s, (1 << 39) - 1)
+        found = lookup(stream_keys, stream_devices, np.where(s >= 0, key, -1))
+        found = np.where(found >= 0, found, lookup(pid_keys, pid_devices, p))
+        found = np.where((found >= 0) & (p >= 0), found, d)
+        if (found != d).any():
+            changed += int((found != d).sum())
+            nulls = found < 0
+            part.columns["device"] = pa.array(found, pa.int64(), mask=nulls if nulls.any() else None)
+    return changed

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
-from .columns import Part, drop_rows_without_device
+from .columns import Part, drop_rows_without_device, drop_untimed_rows
 from .database import Database
 from .fetch import Builder, fetch_parts
 from .mappers import (
@@ -44,6 +44,7 @@ from .processes import (
     key_correlation_ids_by_process,
     map_devices_to_gpus,
     processes_without_gpu_rows,
+    sync_devices_from_ops,
 )
 from .queries import (
     GPU_TABLES,
@@ -60,7 +61,7 @@ from .queries import (
     payload_schema_entries,
     table_queries,
 )
-from .rep import export_report
+from .rep import export_report, newer_report_warning
 from .strings import Strings
 
 
@@ -130,6 +131,10 @@ class NsysReader:
             self._newer_schema = meta.get("EXPORT_SCHEMA_VERSION", "") or meta.get(
                 "EXPORT_SCHEMA_VERSION_MAJOR", ""
             )
+        stale = newer_report_warning(self.path)
+        if stale:
+            self.warnings.append(stale)
+            said.append(stale)
         strings = Strings.load(db)
 
         queries = self._queries(db)
@@ -163,6 +168,13 @@ class NsysReader:
             lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
             self.warnings.append(lost)
             said.append(lost)
+        untimed = drop_untimed_rows(parts)
+        if (
+            untimed
+        ):  # CUPTI's "no timestamp collected": kept, the GPU idled from the session's start to its first op
+            lost = f"{untimed:,} GPU row(s) carry no time (start and end 0: CUPTI collected no timestamps): left out"
+            self.warnings.append(lost)
+            said.append(lost)
         gpuless = processes_without_gpu_rows(parts)
         if gpuless:  # the figures below cover the other processes' GPUs only: say so
             named = ", ".join(f"{pid} ({n:,} calls)" for pid, n in list(gpuless.items())[:5])
@@ -186,6 +198,8 @@ class NsysReader:
         # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
         gpus = cuda_device_gpus(db)
         map_devices_to_gpus(parts, gpus)
+        # CUPTI's synchronization record has no device (nsys writes 0): its stream's or process's GPU's
+        sync_devices_from_ops(parts)
         origin, events = assemble(parts)
         del parts
         # the largest magnitude from the extremes: no absolute copy of the column
@@ -212,7 +226,7 @@ class NsysReader:
         # Said on stderr once the file is read: a file refused later gets its one line, not warnings before it.
         for text in ([newer] if newer else []) + said:
             warnings.warn(f"{self.path}: {text}", UserWarning, stacklevel=3)
-        return Trace(events=events, devices=devices(db, events), metadata=metadata)
+        return Trace(events=events, devices=devices(db, events, gpus), metadata=metadata)
 
     def _check_gpu_side_readable(
         self, db: Database, queries: dict[str, tuple[str, list[str]]], newer_schema: str

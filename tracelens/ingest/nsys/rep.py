@@ -1,7 +1,7 @@
 """``.nsys-rep`` reports: export once to SQLite with the ``nsys`` tool and reuse the export while it is fresh.
 
 The cache sits beside the report (``<report>.tracelens.sqlite``) when that directory is writable, else in
-``~/.cache/tracelens/``. It is reused while it is newer than the report. The export goes to a temporary
+``~/.cache/tracelens/``. It is reused while its mtime is the report's (set so when it is written). The export goes to a temporary
 name first and is renamed into place, so an interrupted export never poses as a finished one.
 """
 
@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 from ...errors import InputError, ToolMissingError
@@ -54,7 +55,11 @@ def export_report(report: Path) -> Path:
     if not report.is_file():
         raise InputError("no such file", path=report)
     cache = cache_path(report)
-    if cache.is_file() and cache.stat().st_mtime > report.stat().st_mtime:
+    # Fresh when its mtime is the report's, to the ns (set so below): "newer than the report" reused the export of
+    # a report replaced by an older file (cp -p, rsync -a, tar keep mtimes), and of run.qdrep beside run.nsys-rep
+    # (one cache name for both)
+    recorded = report.stat().st_mtime_ns
+    if cache.is_file() and cache.stat().st_mtime_ns == recorded:
         return cache
     nsys = shutil.which("nsys")
     manual = shlex.join(["nsys", "export", "--type", "sqlite", "--output", str(cache), str(report)])
@@ -73,7 +78,31 @@ def export_report(report: Path) -> Path:
         if proc.returncode != 0 or not partial.is_file():
             lines = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()
             raise InputError(f"'nsys export' failed (exit {proc.returncode}): {lines[-1]}", path=report)
+        os.utime(partial, ns=(time.time_ns(), recorded))  # the report's mtime: the export of this report
         os.replace(partial, cache)
     finally:
         partial.unlink(missing_ok=True)
     return cache
+
+
+def newer_report_warning(export: Path) -> str | None:
+    """A warning where a report of the export's name (``run.nsys-rep`` or ``run.qdrep`` beside ``run.sqlite``) is
+    newer than the export: the run was profiled again and the export is of the previous recording (nsys's own
+    tools re-export it; tracelens writes nothing beside its input). None otherwise."""
+    export = Path(export)
+    if not export.name.lower().endswith(".sqlite"):
+        return None
+    stem = export.name[: -len(".sqlite")]
+    try:
+        exported = export.stat().st_mtime
+        for suffix in (".nsys-rep", ".qdrep"):
+            report = export.with_name(stem + suffix)
+            if report.is_file() and report.stat().st_mtime > exported:
+                command = shlex.join(["nsys", *export_command(report, export)[1:]])
+                return (
+                    f"{report.name} beside it is newer than this export: the export may be of an earlier "
+                    f"recording; refresh it with {command}, or analyze the report"
+                )
+    except OSError:
+        return None  # (a sibling that cannot be looked at says nothing about the export)
+    return None
