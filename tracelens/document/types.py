@@ -315,6 +315,7 @@ class SyncItemPattern(TypedDict):
     max_bytes: int
     top_ops: list[ItemPatternOp]
     per_step: list[int]
+    by_device: dict[str, int]  # per GPU (the copies' device as a string key): its occurrences
 
 
 class GpuWait(TypedDict):
