@@ -1,0 +1,82 @@
+"""XSpaces with corrupt times, built by hand: what the reader keeps and what the analysis says (numbers by hand)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import test_xplane_helpers as pb
+
+import tracelens
+from tracelens.cli import main
+
+US = 1_000_000  # ps
+
+
+def _calls(n: int) -> bytes:
+    """A host plane with ``n`` launch calls (1 µs each, 2 µs before each kernel of :func:`_kernels`)."""
+    calls = [pb.event(1, max(i * 10 * US - 2 * US, 0), US, [pb.stat(1, int64=i + 1)]) for i in range(n)]
+    return pb.plane(
+        0, "/host:CPU", [pb.line(1, "main", 0, calls)], {1: "cuLaunchKernel"}, {1: "correlation_id"}
+    )
+
+
+def _kernels(
+    first: int, n: int, duration_ps: int = 5 * US, long: dict[int, int] | None = None
+) -> list[bytes]:
+    """Kernels ``first`` .. ``first + n - 1``: kernel i at i x 10 µs, 5 µs long (``long``: i -> another duration)."""
+    long = long or {}
+    return [
+        pb.event(1, i * 10 * US, long.get(i, duration_ps), [pb.stat(1, int64=i + 1)])
+        for i in range(first, first + n)
+    ]
+
+
+def test_line_timestamp_past_int64_range_is_left_off_not_an_internal_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A stream line at timestamp_ns 2^63-1 (a corrupt line) wrapped its events' times around int64: the replay
+    # failed ("internal error: launch_calls: an index out of range", exit 3). Its 4 kernels are left off with a
+    # warning; the 6 kernels of the other stream line are read as they are.
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [
+            pb.line(7, "Stream #7", 0, _kernels(0, 6)),
+            pb.line(8, "Stream #8", (1 << 63) - 1, _kernels(6, 4)),
+        ],
+        {1: "k"},
+        {1: "correlation_id"},
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_calls(10), gpu]))
+    out = tmp_path / "doc.json"
+    code = main(["analyze", str(path), "-f", "json", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code in (0, 1), err
+    assert "internal error" not in err and "Traceback" not in err
+    doc = json.loads(out.read_text())
+    assert doc["summary"]["kernel_count"] == 6
+    # kernels 0..5: [0, 5], [10, 15], ... [50, 55] µs; busy 30 µs of a 55 µs span
+    assert doc["summary"]["gpu_utilization"] == pytest.approx(30 / 55)
+    warning = next(w for w in doc["source"]["warnings"] if "beyond 2^62" in w)
+    assert warning.startswith("4 XEvents") and "Stream #8" in warning
+
+
+def test_end_past_int64_from_offset_plus_duration(tmp_path: Path) -> None:
+    # offset_ps + duration_ps past 2^63 (each below it) wrapped the end around int64 to a negative time, before the
+    # start. In ns both are far within 2^62: the end is exact, floor((2^62 + 2^62 + 1000) / 1000).
+    big = 1 << 62
+    kernels = [*_kernels(0, 2), pb.event(1, big, big + 1000, [pb.stat(1, int64=3)])]
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(7, "Stream #7", 0, kernels)], {1: "k"}, {1: "correlation_id"})
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_calls(3), gpu]))
+    trace = tracelens.load(path)
+    df = trace.df
+    k = df[df["kind"] == "kernel"].sort_values("start_ns")
+    origin = trace.metadata.time_origin_ns
+    assert (k["end_ns"] >= k["start_ns"]).all()
+    last = k.iloc[-1]
+    assert int(last["start_ns"]) + origin == big // 1000
+    assert int(last["end_ns"]) + origin == (2 * big + 1000) // 1000
