@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -80,3 +81,47 @@ def test_end_past_int64_from_offset_plus_duration(tmp_path: Path) -> None:
     last = k.iloc[-1]
     assert int(last["start_ns"]) + origin == big // 1000
     assert int(last["end_ns"]) + origin == (2 * big + 1000) // 1000
+
+
+def test_kernel_outlasting_later_kernels_of_its_stream_is_cut(tmp_path: Path) -> None:
+    # Kernel 3 recorded as 3.4 s long (a lost end timestamp, pytorch/kineto#646 for the same CUPTI records) made the
+    # GPU "busy 100%" and the diagnosis `none`. Cut at kernel 4's start (40 µs), as the Kineto reader cuts.
+    kernels = _kernels(0, 10, long={3: 3_400_000 * US})
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(7, "Stream #7", 0, kernels)], {1: "k"}, {1: "correlation_id"})
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_calls(10), gpu]))
+    trace = tracelens.load(path)
+    doc = tracelens.analyze(trace)
+    # busy: 9 kernels x 5 µs + kernel 3 [30, 40] µs = 55 µs of the [0, 95] µs span
+    assert doc["summary"]["gpu_utilization"] == pytest.approx(55 / 95)
+    assert doc["diagnosis"]["primary"]["cause"] != "none"
+    assert any("1 GPU op ended after a later op of the same stream" in w for w in trace.metadata.warnings)
+
+
+def test_legacy_trace_json_kernel_outlasting_later_kernels_is_cut(tmp_path: Path) -> None:
+    # The TF 2.2-2.10 trace JSON carries the same CUPTI records: the same cut.
+    def ev(pid: int, tid: int, name: str, ts: float, dur: float, corr: int) -> dict:
+        return {
+            "ph": "X",
+            "pid": pid,
+            "tid": tid,
+            "name": name,
+            "ts": ts,
+            "dur": dur,
+            "args": {"correlation_id": str(corr)},
+        }
+
+    events = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "/host:CPU"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "/device:GPU:0 (Tesla V100)"}},
+        {"ph": "M", "name": "thread_name", "pid": 2, "tid": 7, "args": {"name": "Stream #7(Compute)"}},
+    ]
+    for i in range(10):  # kernels at i x 10 µs, 5 µs long; kernel 3 recorded as 3.4 s
+        events.append(ev(1, 10, "cudaLaunchKernel", max(i * 10 - 2, 0), 1, i + 1))
+        events.append(ev(2, 7, "k", i * 10, 3_400_000 if i == 3 else 5, i + 1))
+    path = tmp_path / "host.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"displayTimeUnit": "ns", "traceEvents": events}).encode()))
+    trace = tracelens.load(path)
+    doc = tracelens.analyze(trace)
+    assert doc["summary"]["gpu_utilization"] == pytest.approx(55 / 95)
+    assert any("1 GPU op ended after a later op of the same stream" in w for w in trace.metadata.warnings)

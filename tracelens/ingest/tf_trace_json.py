@@ -41,6 +41,7 @@ from ..trace import (
     build_store,
 )
 from ..values import int_or_none
+from .kineto.stream_order import cut_impossible_ends
 from .tf_common import (
     COPY_KIND_LABELS,
     classify_host_name,
@@ -178,7 +179,8 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         ids[present] = df["correlation_id"][present].to_numpy(np.int64)
         unique = host_unique_ids(ids, present, df["pid"].to_numpy(np.int64))
         df["correlation_id"] = pd.Series(unique, dtype="Int64", index=df.index).mask(~present)
-    trace = _to_trace(df, device_rows, source, run)
+    # the GPU ops come from CUPTI records as Kineto's do: one outlasting later ops of its stream is cut as there
+    trace = cut_impossible_ends(_to_trace(df, device_rows, source, run))
     trace.metadata.warnings.extend(duplicates)
     if unread:
         total = host + len(unread)
