@@ -125,3 +125,22 @@ def test_legacy_trace_json_kernel_outlasting_later_kernels_is_cut(tmp_path: Path
     doc = tracelens.analyze(trace)
     assert doc["summary"]["gpu_utilization"] == pytest.approx(55 / 95)
     assert any("1 GPU op ended after a later op of the same stream" in w for w in trace.metadata.warnings)
+
+
+def test_flops_stats_that_are_no_count_are_absent(tmp_path: Path) -> None:
+    # XLA op rows' flops stat NaN, infinite, negative or past uint64 (a corrupt stat) were summed: the summary read
+    # "FLOPs inf PFLOP" (with "overflow encountered" warnings on stderr). They are absent now; the counts 1..5 sum to 15.
+    values = [float("nan"), float("inf"), -1e30, 1e300, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0]
+    ops = [pb.event(2, i * 10 * US, 5 * US, [pb.stat(5, double=v)]) for i, v in enumerate(values)]
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [pb.line(7, "Stream #7", 0, _kernels(0, 10)), pb.line(9, "XLA Ops", 0, ops)],
+        {1: "k", 2: "fusion"},
+        {1: "correlation_id", 5: "flops"},
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_calls(10), gpu]))
+    df = tracelens.load(path).df
+    flops = df.loc[df["kind"] == "gpu_annotation", "flops"]
+    assert flops.isna().sum() == 4 and flops.sum() == 15.0

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from . import wire
 from .lines import LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
-from .names import lookup, metadata_table
+from .names import lookup, metadata_table, valid_flops
 
 # Stats the reader needs from events (all others are skipped without being decoded).
 _WANTED_STATS = (
@@ -228,7 +228,7 @@ def decode_stats(
             values_f[ev[is_int & ~is_u64]] = raw[is_int & ~is_u64].view(np.int64).astype(np.float64)
             is_dbl = vfield[sel] == 2
             values_f[ev[is_dbl]] = raw[is_dbl].view(np.float64)
-            out.floats[name] = values_f
+            out.floats[name] = valid_flops(values_f)
         else:
             is_int = np.isin(vfield[sel], (3, 4, 7))
             values = np.zeros(n_events, np.int64)
