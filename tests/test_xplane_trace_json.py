@@ -222,3 +222,18 @@ def test_tf1_runmetadata_timeline(tmp_path: Path) -> None:
     assert device["by_cause"]["input"] == 9 * 25_000
     assert device["by_cause"]["cpu"] == 10 * 5_000
     assert doc["diagnosis"]["primary"]["cause"] == "input_pipeline"
+
+
+def test_tf1_timeline_of_a_cpu_only_run_is_tensorflow(tmp_path: Path) -> None:
+    # Its process names are TF's devices only ("/job:.../device:CPU:0 Compute"): it was read as an empty Kineto
+    # trace ("0 host events", "record with torch.profiler").
+    events = [_meta("process_name", 7, "/job:localhost/replica:0/task:0/device:CPU:0 Compute")]
+    events += [
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 7, "tid": 0, "ts": 1000 + 100 * i, "dur": 50}
+        for i in range(5)
+    ]
+    path = tmp_path / "timeline.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert detect_format(path) == "tf-trace-json"
+    df = tracelens.load(path).df
+    assert (df["kind"] == "cpu_op").sum() == 5 and df["end_ns"].max() == 450_000
