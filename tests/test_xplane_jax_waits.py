@@ -72,6 +72,7 @@ def test_block_until_ready_is_a_blocking_wait(tmp_path: Path) -> None:
         ("$array.py:601 block_until_ready", True),
         ("$api.py:2890 device_get", True),
         ("$array.py:640 _value", True),
+        ("$device_array.py:266 _value", True),  # JAX before 0.4
         ("$my_model.py:12 _value", False),  # another program's _value: not JAX's fetch
         ("$train.py:42 log_metrics", False),
         ("block_until_ready", False),  # not a Python tracer frame

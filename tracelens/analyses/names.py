@@ -67,11 +67,11 @@ SYNC_COPY_PATTERN = re.compile(
 
 # JAX's host waits for device values, as the XLA Python tracer names its frames ("$file.py:line function"):
 # jax.block_until_ready and Array.block_until_ready (jax/_src/api.py, array.py), jax.device_get, and Array._value
-# (array.py: the device-to-host fetch behind np.asarray(x), float(x), x.item(), print(x)). XLA records no CUDA/HIP
-# synchronize for them (the host waits on a buffer's ready event): the shared JAX-on-ROCm XSpace spends 8.1 ms in 5
-# block_until_ready frames and has no synchronize call at all.
+# (array.py; device_array.py before JAX 0.4: the device-to-host fetch behind np.asarray(x), float(x), x.item(),
+# print(x)). XLA records no CUDA/HIP synchronize for them (the host waits on a buffer's ready event): the shared
+# JAX-on-ROCm XSpace spends 8.1 ms in 5 block_until_ready frames and has no synchronize call at all.
 FRAMEWORK_WAIT_PATTERN = re.compile(
-    r"^\$\S+\.py:\d+ (block_until_ready|device_get)$|^\$array\.py:\d+ _value$"
+    r"^\$\S+\.py:\d+ (block_until_ready|device_get)$|^\$(array|device_array)\.py:\d+ _value$"
 )
 
 # Kernel launch calls (a GPU op enqueued by them) and CUDA/HIP graph launches. XLA's profiler names a graph
