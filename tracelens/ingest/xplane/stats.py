@@ -237,8 +237,12 @@ def decode_stats(
             present[ev[is_int]] = True
             is_dbl = vfield[sel] == 2
             if is_dbl.any():
-                values[ev[is_dbl]] = vvalue[sel][is_dbl].view(np.float64).astype(np.int64)
-                present[ev[is_dbl]] = True
+                # a whole number as a double: read where it is one within int64 (NaN, infinite or past 2^63 cast to
+                # int64's minimum, with numpy's "invalid value encountered in cast" on stderr: no such id or step)
+                doubles = vvalue[sel][is_dbl].view(np.float64)
+                fits = np.isfinite(doubles) & (np.abs(doubles) < 2.0**63)
+                values[ev[is_dbl][fits]] = doubles[fits].astype(np.int64)
+                present[ev[is_dbl][fits]] = True
             out.ints[name] = (values, present)
     return out
 

@@ -1,9 +1,11 @@
-"""XSpaces with corrupt times, built by hand: what the reader keeps and what the analysis says (numbers by hand)."""
+"""XSpaces with corrupt times and values, built by hand: what the reader keeps and what the analysis says (numbers by
+hand)."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import warnings
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,52 @@ def test_flops_stats_that_are_no_count_are_absent(tmp_path: Path) -> None:
     df = tracelens.load(path).df
     flops = df.loc[df["kind"] == "gpu_annotation", "flops"]
     assert flops.isna().sum() == 4 and flops.sum() == 15.0
+
+
+def test_stream_number_past_int64_in_a_line_name(tmp_path: Path) -> None:
+    # "Stream #99999999999999999999" (no CUDA/HIP stream id) stopped the read: "internal error: OverflowError:
+    # Python int too large to convert to C long" (exit 3). The line is a stream line keyed by its line id.
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [pb.line(9, "Stream #99999999999999999999", 0, _kernels(0, 10))],
+        {1: "k"},
+        {1: "correlation_id"},
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([_calls(10), gpu]))
+    df = tracelens.load(path).df
+    kernels = df[df["kind"] == "kernel"]
+    assert len(kernels) == 10 and set(kernels["stream"]) == {9}
+
+
+def test_integer_stats_written_as_doubles_that_are_no_integer(tmp_path: Path) -> None:
+    # correlation_id as a double NaN, infinity or 1e300 was cast to int64's minimum (numpy: "invalid value encountered
+    # in cast" on stderr) and joined every such kernel to every such call; a whole double (3.0) is its integer.
+    bad = [float("nan"), float("inf"), 1e300]
+    host = [pb.event(1, i * 10 * US, US, [pb.stat(1, double=v)]) for i, v in enumerate(bad)]
+    host.append(pb.event(1, 30 * US, US, [pb.stat(1, double=3.0)]))
+    kernels = [pb.event(1, i * 10 * US + 2 * US, 5 * US, [pb.stat(1, double=v)]) for i, v in enumerate(bad)]
+    kernels.append(pb.event(1, 32 * US, 5 * US, [pb.stat(1, int64=3)]))
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(
+        pb.space(
+            [
+                pb.plane(
+                    0,
+                    "/host:CPU",
+                    [pb.line(1, "main", 0, host)],
+                    {1: "cuLaunchKernel"},
+                    {1: "correlation_id"},
+                ),
+                pb.plane(
+                    1, "/device:GPU:0", [pb.line(7, "Stream #7", 0, kernels)], {1: "k"}, {1: "correlation_id"}
+                ),
+            ]
+        )
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no numpy warning
+        df = tracelens.load(path).df
+    ids = df.loc[df["kind"].isin(["kernel", "driver"]), "correlation_id"]
+    assert ids.notna().sum() == 2 and set(ids.dropna()) == {3}
