@@ -31,6 +31,7 @@ import pyarrow as pa
 from ..errors import InputError
 from ..event_names import step_number, strip_api_suffix
 from ..trace import (
+    ANNOTATION,
     CPU_OP,
     DRIVER,
     KERNEL,
@@ -147,6 +148,7 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
                 "step_num": int_or_none(args.get("step_num")),
                 "kernel_details": args.get("kernel_details"),
                 "copy_details": args.get("memcpy_details") or args.get("memset_details"),
+                "tracelens_range": args.get("tracelens") is not None,  # a tracelens.nvtx range (stat tracelens=1)
             }
         )
     return pd.DataFrame(rows), gpu_names
@@ -231,6 +233,8 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
     )
     host_corr = ~is_gpu & df["correlation_id"].notna().to_numpy() & (kind == CPU_OP)
     kind = np.where(host_corr, DRIVER, kind)
+    ranges = ~is_gpu & df["tracelens_range"].to_numpy(bool) & (kind == CPU_OP)
+    kind = np.where(ranges, ANNOTATION, kind)
     step = df["step_num"].to_numpy(dtype=float, copy=True)
     # A step marker by name (tracelens/step#N, ProfilerStep#N) without a step_num stat: N from the name, as
     # the xplane reader does (only the few marker rows are looked at).

@@ -114,6 +114,10 @@ def _classify(ev: Events) -> _Kinds:
     kind[host_rows] = name_kind[name_index[host_rows]]
     # CUPTI API callbacks of TF <= 2.x are named after the launched kernel/copy; they carry correlation_id.
     kind[host_rows & has_corr & (kind == code[CPU_OP])] = code[DRIVER]
+    # a tracelens.nvtx range recorded under the TF profiler (stat tracelens=1): the user's annotation, as record_function
+    # ranges are in a Kineto trace, not a framework op (which would count as the host's own work)
+    _, has_range_stat = stats.int_column("tracelens")
+    kind[host_rows & has_range_stat & (kind == code[CPU_OP])] = code[ANNOTATION]
     host_step = host_rows & has_step_num
     kind[host_step] = code[STEP]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import wire
-from .lines import LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
+from .lines import LINE_HOST, LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
 from .names import lookup, metadata_table, valid_flops
 
 # Stats the reader needs from events (all others are skipped without being decoded).
@@ -26,6 +26,7 @@ _WANTED_STATS = (
     "hlo_op",
     "hlo_module",
     "flops",
+    "tracelens",
 )
 _CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
 _STRING_STATS = frozenset(
@@ -124,6 +125,9 @@ def wanted_stat_filter(event_plane: np.ndarray, line_kind: np.ndarray, planes: l
         useful[op] = line_kind[owner[op]] == LINE_STREAM
         flops = np.flatnonzero(code == _CODE["flops"])
         useful[flops] = np.isin(line_kind[owner[flops]], (LINE_STREAM, LINE_XLA_OPS))
+        # tracelens=1: a tracelens.nvtx range (an annotation), on host lines
+        ranges = np.flatnonzero(code == _CODE["tracelens"])
+        useful[ranges] = line_kind[owner[ranges]] == LINE_HOST
         return useful
 
     return keep
