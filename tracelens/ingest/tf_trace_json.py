@@ -63,7 +63,9 @@ _STREAM = re.compile(r"^Stream #(\d+)")
 # "/device:GPU:0/memcpy Compute" the copies; "/device:GPU:0/stream:all Compute" every stream's ops again (not
 # read); "/job:localhost/replica:0/task:0/device:GPU:0 Compute" (and "device:CPU:0") the host threads that ran
 # each op (a GPU op's launch side, the CPU ops), on the thread its tid names.
-_TF1_GPU = re.compile(r"^/(?:job:[^/]+/replica:\d+/task:\d+/)?device:GPU:(\d+)/(?:stream:(\d+)|(memcpy)) Compute$")
+_TF1_GPU = re.compile(
+    r"^/(?:job:[^/]+/replica:\d+/task:\d+/)?device:GPU:(\d+)/(?:stream:(\d+)|(memcpy)) Compute$"
+)
 _TF1_HOST = re.compile(r"^/job:[^/]+/replica:\d+/task:\d+/device:(?:CPU|GPU):\d+ Compute$")
 # The copies of a TF1 timeline record no stream: each direction on a stream of its own, numbered past any
 # CUDA stream id (copies of one direction run in order; the two directions may overlap).
@@ -148,7 +150,8 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
                 "step_num": int_or_none(args.get("step_num")),
                 "kernel_details": args.get("kernel_details"),
                 "copy_details": args.get("memcpy_details") or args.get("memset_details"),
-                "tracelens_range": args.get("tracelens") is not None,  # a tracelens.nvtx range (stat tracelens=1)
+                "tracelens_range": args.get("tracelens")
+                is not None,  # a tracelens.nvtx range (stat tracelens=1)
             }
         )
     return pd.DataFrame(rows), gpu_names
