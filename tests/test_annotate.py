@@ -353,3 +353,33 @@ def test_op_shapes_and_collective_args_survive(tmp_path: Path) -> None:
         if any(r[c] is not None for c in columns)
     )
     assert key(back) == key(source)
+
+
+def test_xplane_steps_read_back(tmp_path: Path) -> None:
+    """An xplane's steps are rows the reader makes from step_num stats (named ``step#N``, a name no reader takes for a
+    step marker): the annotated file read back said "no step markers in this trace". Written as tracelens's own step
+    name, ``tracelens/step#N``, they read back as the same steps."""
+    import test_xplane_helpers as pb
+
+    us = 1_000_000  # ps
+    steps = [pb.event(2, i * 100 * us, 90 * us, [pb.stat(2, int64=i + 3)]) for i in range(3)]
+    calls = [pb.event(1, i * 100 * us + 5 * us, us, [pb.stat(1, int64=i + 1)]) for i in range(3)]
+    kernels = [pb.event(1, i * 100 * us + 10 * us, 50 * us, [pb.stat(1, int64=i + 1)]) for i in range(3)]
+    host = pb.plane(
+        0,
+        "/host:CPU",
+        [pb.line(1, "python3", 0, steps + calls)],
+        {1: "cuLaunchKernel", 2: "train"},
+        {1: "correlation_id", 2: "step_num"},
+    )
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(7, "Stream #7", 0, kernels)], {1: "k"}, {1: "correlation_id"})
+    source = tmp_path / "host.xplane.pb"
+    source.write_bytes(pb.space([host, gpu]))
+    out = tmp_path / "annotated.json"
+    assert main(["annotate", str(source), "-o", str(out)]) == 0
+    want = analyze(tracelens.load(source), sections=["steps"])["steps"]["steps"]
+    got = analyze(tracelens.load(out), sections=["steps"])["steps"]["steps"]
+    assert [s["step"] for s in want] == [3, 4, 5]
+    assert [(s["step"], s["start_ns"], s["end_ns"]) for s in got] == [
+        (s["step"], s["start_ns"], s["end_ns"]) for s in want
+    ]

@@ -156,3 +156,84 @@ def test_renamed_trace_json_is_read_as_tensorflow(name: str, tmp_path: Path) -> 
     assert detect_format(path) == "tf-trace-json"
     (gpu,) = device_utilization(tracelens.load(path))
     assert (gpu.busy_ns, gpu.span_ns, gpu.kernel_count, gpu.memcpy_count) == (25000, 34999, 1, 1)
+
+
+def _tf1_timeline() -> dict:
+    """A TF 1.x RunMetadata timeline (tensorflow.python.client.timeline) of 10 steps 100 µs apart (step i from
+    t = 1000 + 100 i µs): the host thread of device CPU:0 runs IteratorGetNext [t-30, t-5]; the copy MEMCPYHtoD
+    [t-5, t-1] on the memcpy process; the host thread of device GPU:0 runs MatMul [t, t+10]; its kernel [t+5, t+65] on
+    stream 7, repeated on stream:all."""
+
+    def process(pid: int, name: str) -> dict:
+        return {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}}
+
+    def op(pid: int, name: str, ts: float, dur: float) -> dict:
+        return {
+            "ph": "X",
+            "cat": "Op",
+            "name": name,
+            "pid": pid,
+            "tid": 0,
+            "ts": ts,
+            "dur": dur,
+            "args": {"op": name},
+        }
+
+    events = [
+        process(0, "Allocators"),
+        process(1, "/job:localhost/replica:0/task:0/device:GPU:0 Compute"),
+        process(2, "/job:localhost/replica:0/task:0/device:GPU:0 Tensors"),
+        process(3, "/device:GPU:0/stream:all Compute"),
+        process(5, "/device:GPU:0/stream:7 Compute"),
+        process(7, "/job:localhost/replica:0/task:0/device:CPU:0 Compute"),
+        process(9, "/device:GPU:0/memcpy Compute"),
+    ]
+    for i in range(10):
+        t = 1_000 + 100 * i
+        events += [
+            op(7, "IteratorGetNext", t - 30, 25),
+            op(9, "MEMCPYHtoD", t - 5, 4),
+            op(1, "MatMul", t, 10),
+            op(3, "MatMul", t + 5, 60),
+            op(5, "MatMul", t + 5, 60),
+        ]
+    return {"traceEvents": events}
+
+
+def test_tf1_runmetadata_timeline(tmp_path: Path) -> None:
+    # Before: "trace.json holds no host or GPU events" (exit 2) for a file holding both.
+    path = tmp_path / "timeline.json"
+    path.write_text(json.dumps(_tf1_timeline()))
+    trace = tracelens.load(path)
+    df = trace.df
+    kernels = df[df["kind"] == "kernel"]
+    assert len(kernels) == 10 and set(kernels["stream"]) == {7}  # stream:all not read again
+    assert (
+        len(df[df["kind"] == "memcpy"]) == 10
+        and (df.loc[df["kind"] == "memcpy", "copy_kind"] == "HtoD").all()
+    )
+    assert trace.devices.column("name").to_pylist() == ["/device:GPU:0"]
+    doc = tracelens.analyze(trace)
+    # ops from 995 µs (the first copy) to 1965 µs (the last kernel's end): 970 µs; busy 10 x 60 + 10 x 4 µs
+    assert doc["summary"]["gpu_utilization"] == pytest.approx(640 / 970)
+    (device,) = doc["attribution"]["devices"]
+    # each of the 9 gaps [t+65, t+95] holds IteratorGetNext [t+70, t+95]: 25 µs input each; each gap between a copy
+    # and its kernel, [t-1, t+5], holds MatMul's host side [t, t+5]: 5 µs cpu (10 of them)
+    assert device["by_cause"]["input"] == 9 * 25_000
+    assert device["by_cause"]["cpu"] == 10 * 5_000
+    assert doc["diagnosis"]["primary"]["cause"] == "input_pipeline"
+
+
+def test_tf1_timeline_of_a_cpu_only_run_is_tensorflow(tmp_path: Path) -> None:
+    # Its process names are TF's devices only ("/job:.../device:CPU:0 Compute"): it was read as an empty Kineto
+    # trace ("0 host events", "record with torch.profiler").
+    events = [_meta("process_name", 7, "/job:localhost/replica:0/task:0/device:CPU:0 Compute")]
+    events += [
+        {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 7, "tid": 0, "ts": 1000 + 100 * i, "dur": 50}
+        for i in range(5)
+    ]
+    path = tmp_path / "timeline.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert detect_format(path) == "tf-trace-json"
+    df = tracelens.load(path).df
+    assert (df["kind"] == "cpu_op").sum() == 5 and df["end_ns"].max() == 450_000

@@ -109,7 +109,9 @@ def _torch_enter(name: str) -> Any:
 def _tf_enter(name: str, step_num: int | None) -> Any:
     trace = sys.modules["tensorflow.python.profiler.trace"]
     if step_num is None:
-        return trace.Trace(name)
+        # A stat tracelens=1 marks the range as an annotation: a TraceMe is otherwise a framework op to a reader. Not
+        # on a name with '#': TraceMe would take the name up to its first '#' (and lose the stat).
+        return trace.Trace(name) if "#" in name else trace.Trace(name, tracelens=1)
     return trace.Trace(STEP_NAME_TF, step_num=step_num, _r=1)  # Trace starts its clock on creation
 
 

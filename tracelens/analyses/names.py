@@ -65,6 +65,15 @@ SYNC_COPY_PATTERN = re.compile(
     r"|^cuMemcpy(DtoH|HtoD|DtoD|Peer|2D|3D|AtoH|HtoA)?$"
 )
 
+# JAX's host waits for device values, as the XLA Python tracer names its frames ("$file.py:line function"):
+# jax.block_until_ready and Array.block_until_ready (jax/_src/api.py, array.py), jax.device_get, and Array._value
+# (array.py; device_array.py before JAX 0.4: the device-to-host fetch behind np.asarray(x), float(x), x.item(),
+# print(x)). XLA records no CUDA/HIP synchronize for them (the host waits on a buffer's ready event): the shared
+# JAX-on-ROCm XSpace spends 8.1 ms in 5 block_until_ready frames and has no synchronize call at all.
+FRAMEWORK_WAIT_PATTERN = re.compile(
+    r"^\$\S+\.py:\d+ (block_until_ready|device_get)$|^\$(array|device_array)\.py:\d+ _value$"
+)
+
 # Kernel launch calls (a GPU op enqueued by them) and CUDA/HIP graph launches. XLA's profiler names a graph
 # launch with the graph's id after it, "cuGraphLaunch (CudaGraph:12)": a parenthesised suffix is allowed there.
 _GRAPH_LAUNCH = r"^(cuda|hip|cu)GraphLaunch(?: \([^()]*\))?$"
@@ -273,6 +282,11 @@ def is_blocking_sync(name: str) -> bool:
     return bool(SYNC_CALL_PATTERN.match(base) or SYNC_COPY_PATTERN.match(base))
 
 
+def is_framework_wait(name: str) -> bool:
+    """A Python frame in which the host waits for device values (JAX: FRAMEWORK_WAIT_PATTERN)."""
+    return name.startswith("$") and bool(FRAMEWORK_WAIT_PATTERN.match(name))
+
+
 def is_sync_copy(name: str) -> bool:
     return bool(SYNC_COPY_PATTERN.match(strip_api_suffix(name)))
 
@@ -361,6 +375,7 @@ _NAME_HINTS = (
     "warm",  # is_warmup_name
     *("module load", "function load", "context creat", "context init"),  # is_one_time_overhead
     *("dataloader", "iterator", "tracelens/data"),  # is_input's hints, lower-cased
+    *("block_until_ready", "device_get", " _value"),  # is_framework_wait
 )
 _HINTS_PATTERN = "|".join(_NAME_HINTS)  # letters, digits, "_", "/" and spaces: no regex syntax
 assert all(c.isalnum() or c in "_/ " for c in _HINTS_PATTERN.replace("|", ""))
@@ -428,15 +443,20 @@ def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -
     api = kind_mask(kind, (RUNTIME, DRIVER))
     out += api.view(np.int8) * np.int8(HOST_CATEGORY_PRIORITY.index(LAUNCH) + 1)
     out -= np.int8(1)
-    bits = dictionary_bits(names, (is_input, is_blocking_sync))
+    bits = dictionary_bits(names, (is_input, is_blocking_sync, is_framework_wait))
     inputs = rows_named(name, (bits & 1) != 0)
     if inputs is not None:
         rows = np.flatnonzero(inputs)
         del inputs
         out[rows[_INPUT_KINDS[kind[rows]]]] = HOST_CATEGORY_PRIORITY.index(INPUT)
     sync = rows_named(name, (bits & 2) != 0)
-    if sync is not None:  # after input: a sync is never input
+    if sync is not None:
         sync &= api
+    waits = rows_named(name, (bits & 4) != 0)
+    if waits is not None:  # a framework's wait: a Python frame
+        waits &= kind_mask(kind, (PYTHON,))
+        sync = waits if sync is None else sync | waits
+    if sync is not None:  # after input: a sync is never input
         change = np.subtract(np.int8(HOST_CATEGORY_PRIORITY.index(SYNC)), out)  # out += sync * (SYNC - out)
         change *= sync.view(np.int8)
         out += change
@@ -446,7 +466,8 @@ def host_category_codes(kind: np.ndarray, name: np.ndarray, names: np.ndarray) -
 def host_category(kinds: pd.Series, names: pd.Series) -> np.ndarray:
     """Per-row host category as an int8 index into :data:`HOST_CATEGORY_PRIORITY` (-1: not host work).
 
-    - sync: runtime/driver calls that block (synchronize, synchronous memcpy);
+    - sync: runtime/driver calls that block (synchronize, synchronous memcpy), and Python frames of a framework's
+      waits for device values (:func:`is_framework_wait`: JAX's block_until_ready, device_get, Array._value);
     - input: any host row whose name is an input wait (DataLoader next, tf.data iterator, tracelens/data);
     - launch: every other runtime/driver call (launches, async copies, allocations: the CUDA/HIP API);
     - cpu: framework ops and Python frames;
@@ -455,7 +476,8 @@ def host_category(kinds: pd.Series, names: pd.Series) -> np.ndarray:
     api = name_mask(kinds, lambda k: k in (RUNTIME, DRIVER))
     host_work = name_mask(kinds, lambda k: k in (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP))
     cpu = name_mask(kinds, lambda k: k in (CPU_OP, PYTHON))
-    sync = api & name_mask(names, is_blocking_sync)
+    python = name_mask(kinds, lambda k: k == PYTHON)
+    sync = (api & name_mask(names, is_blocking_sync)) | (python & name_mask(names, is_framework_wait))
     inp = host_work & ~sync & name_mask(names, is_input)
     out = np.full(len(api), -1, dtype=np.int8)
     out[cpu] = HOST_CATEGORY_PRIORITY.index(CPU)

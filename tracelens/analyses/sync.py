@@ -2,7 +2,9 @@
 
 Definitions (docs/analyses.md, "sync"):
     blocking sync   = runtime/driver call matching names.is_blocking_sync (cuda/hip/cu *Synchronize,
-                      synchronous memcpy); time = summed call durations
+                      synchronous memcpy), or a framework's wait (a Python frame matching names.is_framework_wait:
+                      JAX's block_until_ready, device_get, Array._value; outermost per thread); time = summed
+                      call durations
     per step        = a call belongs to the step whose window contains its start
     item pattern    = a device-to-host copy of fewer than ITEM_MAX_BYTES bytes whose launch call is itself a
                       synchronous memcpy, or whose launch call is followed on the same thread by a blocking
@@ -21,7 +23,7 @@ import numpy as np
 from .. import intervals
 from ..arrow_read import arrow_codes
 from ..event_names import strip_api_suffix
-from ..trace import ALL_KINDS, CPU_OP, DRIVER, GPU_SYNC, RUNTIME, Trace
+from ..trace import ALL_KINDS, CPU_OP, DRIVER, GPU_SYNC, PYTHON, RUNTIME, Trace
 from ..values import dense_codes
 from .api_call_columns import call_columns
 from .columns import (
@@ -34,7 +36,15 @@ from .frame_free import sort_values_order, text_groups
 from .grouping import grouped, sum_per_slot
 from .kinds import kind_mask
 from .launch import launch_pairs
-from .names import code_mask, code_masks, is_blocking_sync, is_sync_copy
+from .names import (
+    code_mask,
+    code_masks,
+    dictionary_bits,
+    is_blocking_sync,
+    is_framework_wait,
+    is_sync_copy,
+    rows_named,
+)
 from .step_arrays import StepWindows, step_window_arrays
 from .steps import STEP_LIMIT
 from .thread_codes import THREAD_RUNS_SHARE, dense_thread_codes, thread_run_heads
@@ -281,27 +291,54 @@ def _op_names_by_external_id(trace: Trace, external_ids: np.ndarray) -> list[dic
     return [{"name": str(cols.names[uniq[i]]), "count": int(counts[i])} for i in order]
 
 
+def framework_waits(trace: Trace) -> np.ndarray:
+    """The rows of the Python frames in which the host waits for device values (``names.is_framework_wait``: JAX's
+    block_until_ready, device_get, Array._value), the outermost of nested ones on a thread only (jax.block_until_ready
+    runs Array.block_until_ready): each wait counted once. Ascending."""
+    cols = event_columns(trace)
+    found = rows_named(cols.name, dictionary_bits(cols.names, (is_framework_wait,)) != 0)
+    if found is None:
+        return np.zeros(0, np.int64)
+    rows = np.flatnonzero(found & kind_mask(cols.kind, (PYTHON,)))
+    if rows.size < 2:
+        return rows
+    key = thread_key(cols.pid[rows], cols.tid[rows])
+    start, end = cols.start[rows], cols.end[rows]
+    order = np.lexsort((-end, start, key))  # per thread by start, the longer of equal starts first
+    outer = np.ones(rows.size, bool)
+    _, first = np.unique(key[order], return_index=True)
+    for lo, hi in zip(first, [*first[1:], order.size], strict=True):  # a loop over the threads (a few)
+        mine = order[lo:hi]
+        before = np.maximum.accumulate(end[mine])  # the latest end of the frames starting no later
+        outer[mine[1:]] = start[mine[1:]] >= before[:-1]
+    return np.sort(rows[outer])
+
+
 def sync_stats(trace: Trace) -> dict[str, Any]:
     calls, thread_keys = _api_calls(trace)
     blocking = calls[calls["blocking"]]
-    dur = _ends(trace, blocking) - blocking["start"]
-    names = event_columns(trace).names
+    cols = event_columns(trace)
+    waits = framework_waits(trace)
+    # the blocking calls, then the framework's waits (Python frames): what the host blocked in
+    blocking_names = np.concatenate([np.asarray(blocking["name"], np.int64), cols.name[waits]])
+    blocking_starts = np.concatenate([blocking["start"], cols.start[waits]])
+    dur = np.concatenate([_ends(trace, blocking) - blocking["start"], cols.end[waits] - cols.start[waits]])
+    names = cols.names
     # groupby("name")["dur"].agg(["count", "sum"]).sort_values("sum", ascending=False).head(TOP_N)
-    group, by_name = text_groups(np.asarray(blocking["name"]), names)
+    group, by_name = text_groups(blocking_names, names)
     named = group >= 0
     name_count = np.bincount(group[named], minlength=by_name.size)
     name_sum = sum_per_slot(group[named], dur[named].astype(np.int64), by_name.size)
     top = sort_values_order(name_sum, ascending=False)[:TOP_N]
     steps = step_window_arrays(trace)
-    idx = _step_index(blocking["start"], steps)
+    idx = _step_index(blocking_starts, steps)
     per_step_count = np.bincount(idx + 1, minlength=len(steps) + 1)[1:]
     per_step_ns = np.bincount(idx + 1, weights=dur, minlength=len(steps) + 1)[1:]
-    cols = event_columns(trace)
     gpu_waits = _gpu_waits(trace, np.flatnonzero(cols.of_kind(GPU_SYNC)))
     stream_wait_calls = int(calls["stream_wait"].sum())
     return {
         "blocking": {
-            "count": int(len(blocking)),
+            "count": int(dur.size),
             "total_ns": int(dur.sum()),
             "by_name": [
                 {"name": by_name[i], "count": int(name_count[i]), "total_ns": int(name_sum[i])} for i in top

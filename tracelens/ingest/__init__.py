@@ -48,8 +48,10 @@ _KINETO_MARKERS = (
 
 
 # The TF profiler's process names (its trace JSON names processes after the XSpace planes): such a file saved
-# under another name than <host>.trace.json.gz is still TensorFlow's, not Kineto's.
-_TF_PROCESS_MARKERS = (b'"/host:CPU"', b'"/device:GPU:')
+# under another name than <host>.trace.json.gz is still TensorFlow's, not Kineto's. A TF 1.x RunMetadata timeline
+# names them after TF's devices ("/job:localhost/replica:0/task:0/device:CPU:0 Compute"): one of a CPU-only run was
+# read as an empty Kineto trace ("record with torch.profiler").
+_TF_PROCESS_MARKERS = (b'"/host:CPU"', b'"/device:GPU:', b'"/job:')
 
 
 def _peek(path: Path, n: int = 4096) -> bytes:

@@ -6,6 +6,8 @@ complete events (``"ph": "X"``) carry ``ts`` and ``dur`` in microseconds (floats
 The mapping follows the xplane reader (``docs/formats/xplane.md``): GPU activity only from ``Stream #`` threads
 of ``/device:GPU:N`` processes, kernel details from ``args.kernel_details``, memcpy size from
 ``args.memcpy_details``, correlation ids from ``args.correlation_id``, steps from ``args.step_num`` on the host.
+TF 1.x RunMetadata timelines (``timeline.json``: a process per device and stream, ``<device> Compute``) are read
+too (``_TF1_GPU``, ``_TF1_HOST``; docs/formats/xplane.md).
 
 Times: ``start_ns = round(ts * 1000)``, ``end_ns = round((ts + dur) * 1000)``. Timestamps of 1e15 µs or more are
 taken as Unix time (``clock`` "unix"), smaller ones as profile-relative (``clock`` "xplane").
@@ -29,6 +31,7 @@ import pyarrow as pa
 from ..errors import InputError
 from ..event_names import step_number, strip_api_suffix
 from ..trace import (
+    ANNOTATION,
     CPU_OP,
     DRIVER,
     KERNEL,
@@ -41,6 +44,7 @@ from ..trace import (
     build_store,
 )
 from ..values import int_or_none
+from .kineto.stream_order import cut_impossible_ends
 from .tf_common import (
     COPY_KIND_LABELS,
     classify_host_name,
@@ -54,6 +58,18 @@ from .tf_common import (
 
 _GPU_PROCESS = re.compile(r"^/device:GPU:(\d+)")
 _STREAM = re.compile(r"^Stream #(\d+)")
+# TF 1.x RunMetadata timelines (tensorflow.python.client.timeline, saved as "timeline.json"): one process per device
+# and stream, each named "<device> Compute". "/device:GPU:0/stream:7 Compute" holds the GPU ops of stream 7,
+# "/device:GPU:0/memcpy Compute" the copies; "/device:GPU:0/stream:all Compute" every stream's ops again (not
+# read); "/job:localhost/replica:0/task:0/device:GPU:0 Compute" (and "device:CPU:0") the host threads that ran
+# each op (a GPU op's launch side, the CPU ops), on the thread its tid names.
+_TF1_GPU = re.compile(
+    r"^/(?:job:[^/]+/replica:\d+/task:\d+/)?device:GPU:(\d+)/(?:stream:(\d+)|(memcpy)) Compute$"
+)
+_TF1_HOST = re.compile(r"^/job:[^/]+/replica:\d+/task:\d+/device:(?:CPU|GPU):\d+ Compute$")
+# The copies of a TF1 timeline record no stream: each direction on a stream of its own, numbered past any
+# CUDA stream id (copies of one direction run in order; the two directions may overlap).
+_TF1_COPY_STREAM = 1 << 30
 _UNIX_US = 1e15
 
 
@@ -96,14 +112,24 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
         thread = threads.get((event.get("pid"), event.get("tid")), "")
         args = event.get("args") or {}
         gpu = _GPU_PROCESS.match(process)
-        if gpu:
+        tf1 = _TF1_GPU.match(process)
+        stream_id: int | None = None
+        if tf1:
+            device = int(tf1.group(1))
+            gpu_names.setdefault(device, f"/device:GPU:{device}")
+            if tf1.group(2) is not None:
+                stream_id = int(tf1.group(2))
+            else:
+                stream_id = _TF1_COPY_STREAM + max(copy_kind_code(str(event.get("name", ""))), 0)
+        elif gpu:
             stream = _STREAM.match(thread)
             if not stream:
                 continue  # derived lines (TensorFlow Ops, XLA Ops, Steps, ...)
             device = int(gpu.group(1))
+            stream_id = int(stream.group(1))
             gpu_names.setdefault(device, process)
-        elif process.startswith("/host:CPU"):
-            device, stream = None, None
+        elif process.startswith("/host:CPU") or _TF1_HOST.match(process):
+            device = None
         else:
             continue
         try:
@@ -117,13 +143,15 @@ def _frame(path: Path, host: int) -> tuple[pd.DataFrame, dict[int, str]]:
                 "ts": ts,
                 "dur": dur,
                 "device": device,
-                "stream": int(stream.group(1)) if stream else None,
-                "tid": None if gpu else int_or_none(event.get("tid")),
+                "stream": stream_id,
+                "tid": None if device is not None else int_or_none(event.get("tid")),
                 "pid": host,
                 "correlation_id": int_or_none(args.get("correlation_id")),
                 "step_num": int_or_none(args.get("step_num")),
                 "kernel_details": args.get("kernel_details"),
                 "copy_details": args.get("memcpy_details") or args.get("memset_details"),
+                "tracelens_range": args.get("tracelens")
+                is not None,  # a tracelens.nvtx range (stat tracelens=1)
             }
         )
     return pd.DataFrame(rows), gpu_names
@@ -178,7 +206,8 @@ def read_files(files: Sequence[Path], source: Path, run: str | None = None) -> T
         ids[present] = df["correlation_id"][present].to_numpy(np.int64)
         unique = host_unique_ids(ids, present, df["pid"].to_numpy(np.int64))
         df["correlation_id"] = pd.Series(unique, dtype="Int64", index=df.index).mask(~present)
-    trace = _to_trace(df, device_rows, source, run)
+    # the GPU ops come from CUPTI records as Kineto's do: one outlasting later ops of its stream is cut as there
+    trace = cut_impossible_ends(_to_trace(df, device_rows, source, run))
     trace.metadata.warnings.extend(duplicates)
     if unread:
         total = host + len(unread)
@@ -207,6 +236,8 @@ def _to_trace(df: pd.DataFrame, device_rows: list[dict[str, Any]], source: Path,
     )
     host_corr = ~is_gpu & df["correlation_id"].notna().to_numpy() & (kind == CPU_OP)
     kind = np.where(host_corr, DRIVER, kind)
+    ranges = ~is_gpu & df["tracelens_range"].to_numpy(bool) & (kind == CPU_OP)
+    kind = np.where(ranges, ANNOTATION, kind)
     step = df["step_num"].to_numpy(dtype=float, copy=True)
     # A step marker by name (tracelens/step#N, ProfilerStep#N) without a step_num stat: N from the name, as
     # the xplane reader does (only the few marker rows are looked at).

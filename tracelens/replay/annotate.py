@@ -4,8 +4,9 @@ The trace's own events are written in Kineto's shape (categories ``kernel``, ``g
 ``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``; kernels' grid,
 block, registers and shared memory, ops' recorded shapes, flops and collective args under Kineto's keys; the device
 table as ``deviceProperties``), so tracelens and Perfetto read the file back: read back, a Kineto or Nsight trace
-gives the source's summary (an xplane's steps, named by its own step markers, are not found again). The added tracks live in their own process, ANNOTATION_PID ("tracelens"), as
-slices of their own category, ``tracelens`` (TRACK_CATEGORY: the Kineto reader skips it, so a read-back trace is
+gives the source's summary (an xplane's step rows, named ``step#N`` by its reader, are written as ``tracelens/step#N``
+so that they are found again: :func:`_step_names`). The added tracks live in their own process, ANNOTATION_PID
+("tracelens"), as slices of their own category, ``tracelens`` (TRACK_CATEGORY: the Kineto reader skips it, so a read-back trace is
 the program's alone):
 
     tid 1              steps (the steps section's windows)
@@ -40,6 +41,7 @@ import msgspec
 import numpy as np
 
 from ..analyses.columns import event_columns
+from ..event_names import step_number
 from ..report.whatif_text import remedy_lines
 from ..trace import (
     ALL_KINDS,
@@ -209,6 +211,8 @@ def _trace_events(
         gpu = kind in _GPU_KINDS
         code = cols.name[rows]
         name = np.where(code >= 0, names[np.maximum(code, 0)] if names.size else '""', '""')
+        if kind == STEP:
+            name = _step_names(cols, rows, code, name)
         start, end = cols.start[rows], cols.end[rows]
         corr = cols.at("correlation_id", rows).astype(np.int64)
         ext = cols.external_id[rows].astype(np.int64)
@@ -255,6 +259,22 @@ def _trace_events(
         )
         out.extend(text.tolist())
     out.extend(_flows(cols, written_pid, written_tid, shift_ns, 0 if rank_pid is None else rank_pid))
+    return out
+
+
+def _step_names(cols: Any, rows: np.ndarray, code: np.ndarray, name: np.ndarray) -> np.ndarray:
+    """The step rows' names as written: a name that no reader takes for a step marker (the xplane readers' ``step#N``
+    rows, made from step_num stats or Steps lines) under tracelens's own step name, ``tracelens/step#N``, so that the
+    file read back has its steps (it had none: "no step markers in this trace")."""
+    number = cols.at("step", rows).astype(np.int64)
+    marker = np.array(
+        [c >= 0 and step_number(str(cols.names[c])) is not None for c in code.tolist()], bool
+    )  # a loop over the step rows (one per step)
+    renamed = ~marker & (number >= 0)
+    if not renamed.any():
+        return name
+    out = name.astype(object)
+    out[renamed] = [f'"tracelens/step#{n}"' for n in number[renamed].tolist()]
     return out
 
 

@@ -114,6 +114,10 @@ def _classify(ev: Events) -> _Kinds:
     kind[host_rows] = name_kind[name_index[host_rows]]
     # CUPTI API callbacks of TF <= 2.x are named after the launched kernel/copy; they carry correlation_id.
     kind[host_rows & has_corr & (kind == code[CPU_OP])] = code[DRIVER]
+    # a tracelens.nvtx range recorded under the TF profiler (stat tracelens=1): the user's annotation, as record_function
+    # ranges are in a Kineto trace, not a framework op (which would count as the host's own work)
+    _, has_range_stat = stats.int_column("tracelens")
+    kind[host_rows & has_range_stat & (kind == code[CPU_OP])] = code[ANNOTATION]
     host_step = host_rows & has_step_num
     kind[host_step] = code[STEP]
 
@@ -145,7 +149,7 @@ def _merge_callback_lines(ev: Events, kinds: _Kinds) -> list[dict[str, str]]:
     (:mod:`.threads`): its events take that line's thread id. Returns ``{line, into}`` per line merged."""
     if not any(name.startswith(CALLBACK_LINE_PREFIX) for name in ev.line_names):
         return []  # no such line (every CUDA trace): no pass over the events
-    host = np.flatnonzero(kinds.host_rows & ~ev.aggregated)
+    host = np.flatnonzero(kinds.host_rows & ~ev.untimed)
     if host.size == 0:
         return []
     is_api = np.isin(kinds.kind[host], [_KIND_CODE[RUNTIME], _KIND_CODE[DRIVER]])
@@ -190,8 +194,8 @@ class _Rows:
 def _rows(ev: Events, kinds: _Kinds, source: Path) -> _Rows:
     """The events that become rows (not aggregated, not on Steps lines, not step markers), and the step rows:
     host step markers collapsed per (host, step), else the device Steps lines."""
-    aggregated, line_kind, kind, step, stream_rows, xla_op_rows = (
-        ev.aggregated,
+    untimed, line_kind, kind, step, stream_rows, xla_op_rows = (
+        ev.untimed,
         ev.line_kind,
         kinds.kind,
         kinds.step,
@@ -202,7 +206,7 @@ def _rows(ev: Events, kinds: _Kinds, source: Path) -> _Rows:
     host_of, start_ns, end_ns = ev.host, ev.start_ns, ev.end_ns
     code = _KIND_CODE
 
-    keep = ~aggregated & (line_kind != LINE_STEPS)
+    keep = ~untimed & (line_kind != LINE_STEPS)
     keep &= ~((kind == code[STEP]) & (step < 0))
     # One step row per (host, step number): several markers of one step (nested or on several threads)
     # collapse into one row spanning all of them.
@@ -211,7 +215,7 @@ def _rows(ev: Events, kinds: _Kinds, source: Path) -> _Rows:
     steps = collapse_steps(step_rows, step, host_of, start_ns, end_ns)
     used_device_steps = False
     if steps is None:
-        device_step_rows = np.flatnonzero(~aggregated & (line_kind == LINE_STEPS))
+        device_step_rows = np.flatnonzero(~untimed & (line_kind == LINE_STEPS))
         steps = device_steps(device_step_rows, stats, name_index, names_all, host_of, start_ns, end_ns)
         used_device_steps = steps is not None
     if steps is None:
@@ -371,12 +375,19 @@ def _metadata(
             f"{int(aggregated.sum())} aggregated XEvents (num_occurrences, no timestamp) "
             "left off the timeline"
         )
+    if ev.out_of_range.any():
+        bad = np.flatnonzero(ev.out_of_range)
+        lines = sorted({ev.line_names[i] for i in np.unique(ev.line[bad]).tolist()})
+        warnings.append(
+            f"{bad.size:,} XEvents at a time beyond 2^62 ns (a corrupt line timestamp, offset or duration) left "
+            f"off the timeline (lines: {', '.join(lines[:5])}{', …' if len(lines) > 5 else ''})"
+        )
     if not have_unix and len(hosts) > 1:
         warnings.append("hosts have no Task Environment start time: their clocks are not aligned")
     for host in hosts:
         warnings.extend(f"{host.path.name}: profiler error: {e}" for e in list(host.space.errors)[:5])
     if len(hosts) > 1:  # a host of a run whose GPU side is missing while others have theirs
-        with_gpu = set(np.unique(ev.host[kinds.stream_rows & ~aggregated]).tolist())
+        with_gpu = set(np.unique(ev.host[kinds.stream_rows & ~ev.untimed]).tolist())
         if with_gpu:
             warnings.extend(
                 f"{h.path.name}: no GPU activity recorded on this host ({len(hosts) - len(with_gpu)} of "

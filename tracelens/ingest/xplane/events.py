@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ...trace import MAX_TIME_NS
 from . import wire
 from .lines import Lines, select_lines
 from .names import event_names
@@ -33,9 +34,15 @@ class Events:
     host: np.ndarray
     device: np.ndarray  # -1 on host lines
     aggregated: np.ndarray  # num_occurrences > 0: a count, not a time
+    out_of_range: np.ndarray  # a start or end beyond +-MAX_TIME_NS: a corrupt time, not on the timeline
     have_unix: bool
     line: np.ndarray  # each event's line, an index into ``line_names``
     line_names: list[str]  # the selected lines' names
+
+    @property
+    def untimed(self) -> np.ndarray:
+        """Events with no place on the timeline: aggregated, or at a corrupt time."""
+        return self.aggregated | self.out_of_range
 
 
 def walk_events(hosts: list[Host]) -> Events:
@@ -75,10 +82,19 @@ def walk_events(hosts: list[Host]) -> Events:
     # names: (plane, metadata id) -> metadata name
     name_index, names_all = event_names(planes, event_plane, mid)
 
-    line_ts = np.asarray(lines.timestamp_ns, np.int64)[event_line]
-    # Integer ns: floor of the exact picosecond start and end (end is not start + floor(duration)).
+    # A line timestamp past MAX_TIME_NS / 2 is no profile-relative or Unix time (a corrupt line): its events are
+    # out of range, and it is read as 0 so that no sum below wraps around int64.
+    line_ts_all = np.asarray(lines.timestamp_ns, np.int64)
+    bad_line = np.abs(line_ts_all) >= MAX_TIME_NS // 2
+    line_ts = np.where(bad_line, 0, line_ts_all)[event_line]
+    # Integer ns: floor of the exact picosecond start and end (end is not start + floor(duration)). The end's
+    # floor((offset + duration) / 1000) is taken in parts, as offset_ps + duration_ps may pass 2^63.
     start_ns = line_ts + np.floor_divide(offset_ps, 1000)
-    end_ns = line_ts + np.floor_divide(offset_ps + duration_ps, 1000)
+    end_ns = (
+        start_ns
+        + np.floor_divide(duration_ps, 1000)
+        + (np.remainder(offset_ps, 1000) + np.remainder(duration_ps, 1000)) // 1000
+    )
     ident = np.asarray(lines.ident, np.int64)[event_line]
     host_of = np.asarray(lines.host, np.int64)[event_line]
     device_of = np.asarray(lines.device, np.int64)[event_line]
@@ -91,6 +107,8 @@ def walk_events(hosts: list[Host]) -> Events:
         end_ns = end_ns + host_start[host_of]
 
     aggregated = occurrences > 0  # aggregated events carry a count, not a time: not on the timeline
+    # (|line time| < 2^61 and |offset or duration / 1000| < 2^54, plus a start time below 2^62: no overflow above)
+    out_of_range = bad_line[event_line] | (np.abs(start_ns) >= MAX_TIME_NS) | (np.abs(end_ns) >= MAX_TIME_NS)
 
     return Events(
         planes=planes,
@@ -105,6 +123,7 @@ def walk_events(hosts: list[Host]) -> Events:
         host=host_of,
         device=device_of,
         aggregated=aggregated,
+        out_of_range=out_of_range,
         have_unix=have_unix,
         line=event_line,
         line_names=lines.name,

@@ -53,7 +53,9 @@ class Lines:
 
 def _stream_id(line: Any) -> int:
     match = _STREAM_LINE.match(line.name) or _STREAM_LINE.match(line.display_name)
-    return int(match.group(1)) if match else int(line.id)
+    number = int(match.group(1)) if match else None
+    # the stream column is int64: a number past it in a line's name (no CUDA/HIP stream id) gives way to the line id
+    return number if number is not None and number < 1 << 63 else int(line.id)
 
 
 def select_lines(hosts: Sequence[Host], planes: list[Any]) -> Lines:

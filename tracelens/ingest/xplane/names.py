@@ -29,6 +29,14 @@ def display_names(planes: list[Any]) -> list[str]:
     return [meta.display_name or meta.name for plane in planes for _, meta in plane.event_metadata.items()]
 
 
+def valid_flops(values: np.ndarray) -> np.ndarray:
+    """FLOP counts with the values that are none as NaN (absent): NaN, infinite, negative, or past the uint64 the
+    profilers write a count in (a corrupt stat). Summed, one infinite count made the run "inf PFLOP", one of 1e300
+    "1e+285 PFLOP", and a negative one took FLOPs away from the others."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isfinite(values) & (values >= 0) & (values < 2.0**64), values, np.nan)
+
+
 def metadata_flops(planes: list[Any]) -> np.ndarray:
     """Every plane's event metadata ``flops`` stat (XLA ops: the HLO op's FLOPs, as the profiler's op metrics
     give them), NaN where absent, in ``metadata_table`` order (a loop over metadata entries, not events)."""
@@ -41,7 +49,7 @@ def metadata_flops(planes: list[Any]) -> np.ndarray:
         for _, meta in plane.event_metadata.items():
             values = [stat_value(st, {}) for st in meta.stats if st.metadata_id in ids]
             out.append(float(values[-1]) if values and isinstance(values[-1], (int, float)) else np.nan)
-    return np.asarray(out, np.float64)
+    return valid_flops(np.asarray(out, np.float64))
 
 
 def event_names(planes: list[Any], event_plane: np.ndarray, mid: np.ndarray) -> tuple[np.ndarray, list[str]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from ...errors import InputError
 from ...trace import Trace
+from ..kineto.stream_order import cut_impossible_ends
 from ..tf_common import discover
 from . import wire
 from .build import build_trace
@@ -104,7 +105,9 @@ def _build(loaded: list[tuple[Host, int]], source: Path, run: str | None) -> Tra
     for ordinal, (host, device_count) in enumerate(loaded):
         host.ordinal, host.device_offset = ordinal, offset
         offset += device_count
-    return build_trace([host for host, _ in loaded], source, run)
+    # TF's and XLA's GPU tracers read the same CUPTI/ROCm records as Kineto: a lost or corrupt end timestamp makes
+    # an op outlast later ops of its stream here too (cut as there, with a warning)
+    return cut_impossible_ends(build_trace([host for host, _ in loaded], source, run))
 
 
 def _corrupt_events(host: Host) -> str | None:

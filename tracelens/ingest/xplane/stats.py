@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 
 from . import wire
-from .lines import LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
-from .names import lookup, metadata_table
+from .lines import LINE_HOST, LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
+from .names import lookup, metadata_table, valid_flops
 
 # Stats the reader needs from events (all others are skipped without being decoded).
 _WANTED_STATS = (
@@ -26,6 +26,7 @@ _WANTED_STATS = (
     "hlo_op",
     "hlo_module",
     "flops",
+    "tracelens",
 )
 _CODE = {name: i for i, name in enumerate(_WANTED_STATS)}
 _STRING_STATS = frozenset(
@@ -124,6 +125,9 @@ def wanted_stat_filter(event_plane: np.ndarray, line_kind: np.ndarray, planes: l
         useful[op] = line_kind[owner[op]] == LINE_STREAM
         flops = np.flatnonzero(code == _CODE["flops"])
         useful[flops] = np.isin(line_kind[owner[flops]], (LINE_STREAM, LINE_XLA_OPS))
+        # tracelens=1: a tracelens.nvtx range (an annotation), on host lines
+        ranges = np.flatnonzero(code == _CODE["tracelens"])
+        useful[ranges] = line_kind[owner[ranges]] == LINE_HOST
         return useful
 
     return keep
@@ -228,7 +232,7 @@ def decode_stats(
             values_f[ev[is_int & ~is_u64]] = raw[is_int & ~is_u64].view(np.int64).astype(np.float64)
             is_dbl = vfield[sel] == 2
             values_f[ev[is_dbl]] = raw[is_dbl].view(np.float64)
-            out.floats[name] = values_f
+            out.floats[name] = valid_flops(values_f)
         else:
             is_int = np.isin(vfield[sel], (3, 4, 7))
             values = np.zeros(n_events, np.int64)
@@ -237,8 +241,12 @@ def decode_stats(
             present[ev[is_int]] = True
             is_dbl = vfield[sel] == 2
             if is_dbl.any():
-                values[ev[is_dbl]] = vvalue[sel][is_dbl].view(np.float64).astype(np.int64)
-                present[ev[is_dbl]] = True
+                # a whole number as a double: read where it is one within int64 (NaN, infinite or past 2^63 cast to
+                # int64's minimum, with numpy's "invalid value encountered in cast" on stderr: no such id or step)
+                doubles = vvalue[sel][is_dbl].view(np.float64)
+                fits = np.isfinite(doubles) & (np.abs(doubles) < 2.0**63)
+                values[ev[is_dbl][fits]] = doubles[fits].astype(np.int64)
+                present[ev[is_dbl][fits]] = True
             out.ints[name] = (values, present)
     return out
 
