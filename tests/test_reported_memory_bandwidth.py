@@ -17,7 +17,9 @@ from tracelens.gpu_specs import device_links, links_of_device
 from tracelens.replay import occupancy_model
 from tracelens.replay.remedies import Context
 
-TRACE = "gpu/pairs/occupancy_before.pt.trace.json.gz"  # an H200 (4.8 TB/s in the name table), no reported figure
+TRACE = (
+    "gpu/pairs/occupancy_before.pt.trace.json.gz"  # an H200 (4.8 TB/s in the name table), no reported figure
+)
 
 
 def _floors(monkeypatch: pytest.MonkeyPatch, **device: Any) -> np.ndarray:
@@ -45,7 +47,12 @@ def test_a_gpu_the_name_table_lacks_takes_its_reported_bandwidth(monkeypatch: py
 
 
 def test_links_of_device_reads_the_device_table_columns() -> None:
-    info = {"name": "Mystery GPU", "compute_major": 9, "memory_bandwidth_bytes_per_s": 1.5e12, "vendor": "amd"}
+    info = {
+        "name": "Mystery GPU",
+        "compute_major": 9,
+        "memory_bandwidth_bytes_per_s": 1.5e12,
+        "vendor": "amd",
+    }
     assert links_of_device(info) == device_links("Mystery GPU", 9, 1.5e12, "amd")
     assert links_of_device(info).memory_bytes_per_s == 1.5e12
     assert links_of_device({}).memory_bytes_per_s is None
