@@ -103,8 +103,12 @@ def _json_type(value: object) -> str:
 
 
 def _allowed(doc_type: str) -> set[str]:
+    # "array of T or null": an array of T, or null (the "or null" is the array's, not its elements')
+    nullable = doc_type.startswith("array of") and doc_type.endswith(" or null")
     head = doc_type.split(" of ")[0] if doc_type.startswith("array of") else doc_type
-    words = set(re.findall(r"\b(int|float|string|bool|object|array|null)\b", head))
+    words = set(re.findall(r"\b(int|float|string|bool|object|array|null)\b", head)) | (
+        {"null"} if nullable else set()
+    )
     if "float" in words:
         words.add("int")  # a JSON number written without a fraction
     return words
@@ -156,7 +160,7 @@ def find_doc(keys: dict[tuple[str, ...], str], path: tuple[str, ...]) -> str | N
     if path and path[-1].endswith("[]"):
         parent = find_doc(keys, (*path[:-1], path[-1][:-2]))
         if parent and parent.startswith("array of "):
-            return parent[len("array of ") :]
+            return parent.removesuffix(" or null")[len("array of ") :]
     return None
 
 

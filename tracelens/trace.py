@@ -443,7 +443,8 @@ class EventStore:
         if stored is None:
             return []
         values = stored.values if isinstance(stored, (SparseColumn, CodedColumn)) else stored
-        return pc.unique(values.drop_null()).to_pylist()
+        # (arrow_calls: no pyarrow.compute import for it, test_lean_load)
+        return arrow_calls.call("unique", arrow_calls.call("drop_null", values)).to_pylist()
 
     def release(self, names: Sequence[str], after: str) -> None:
         """Stop holding the columns ``names`` (their memory goes once no one else holds their arrays): ``analyze``
