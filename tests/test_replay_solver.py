@@ -159,6 +159,27 @@ def test_one_pass_equals_the_batches_on_a_large_graph(monkeypatch: Any) -> None:
     check(random_graph(11, 12, 3000, 0.2, 0.01), monkeypatch)
 
 
+@native
+@settings(max_examples=60, deadline=None)
+@given(**GRAPH_PARAMETERS)
+def test_times_written_over_the_lags_equal_a_fresh_solve(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    # a remedy's replay writes its times over its own lag copy (over_lag): the same times and span as a replay
+    # into an array of its own, and the unchanged graph's lags untouched
+    graph = random_graph(seed, n_chains, max_len, edge_share, skew_share)
+    shared = engine.plan(graph)
+    kept = graph.lag.copy()
+    changed = graph.with_changes(lag=np.maximum(graph.lag - 3, 0))
+    expected, expected_span = engine.solve_with_span(changed.with_changes(lag=changed.lag.copy()), shared)
+    own = changed.lag
+    t, span = engine.solve_with_span(changed, shared, over_lag=True)
+    assert t is own
+    np.testing.assert_array_equal(t, expected)
+    assert span == expected_span
+    np.testing.assert_array_equal(graph.lag, kept)
+
+
 def _solve_sorted(graph: Graph, shared: Any, out: np.ndarray, **changed: np.ndarray) -> None:
     """The compiled solve over ``shared``'s plan of ``graph``, with the plan arrays named in ``changed`` replaced
     (order, e_pos, e_src): how the tests below hand it a broken plan."""

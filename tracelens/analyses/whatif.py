@@ -222,10 +222,22 @@ def whatif(trace: Trace) -> dict[str, Any]:
         **{cause: partial(_remedy_task, ctx, cause) for cause in remedy_task_order()},
         MODEL_TASK: lambda: _model_replay(ctx),
     }
+    # the step of each point (8 bytes a point) goes once the last task that reads it is done: the remedies' replays
+    # after it then have its memory (the other replays read the steps through what the unchanged one found)
+    step_readers = {key for key in STEP_OF_READERS if key in tasks}
+
+    def run_task(key: str) -> Any:
+        out = tasks[key]()
+        if key in step_readers:
+            step_readers.discard(key)
+            if not step_readers:
+                ctx.release_step_of()
+        return out
+
     if g.size <= TWO_THREADS_MAX_POINTS:
-        done = run_beside(list(tasks), lambda key: tasks[key]())
+        done = run_beside(list(tasks), run_task)
     else:
-        done = run_sections(list(tasks), lambda key: tasks[key](), threads=1)
+        done = run_sections(list(tasks), run_task, threads=1)
     remedies: list[dict[str, Any]] = [done[cause] for cause in REMEDIES if done[cause] is not None]
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
@@ -243,6 +255,9 @@ def whatif(trace: Trace) -> dict[str, Any]:
 # replay, whose plan every replay of a remedy that changes only lags reuses), the remedies (each one's model first,
 # which needs no plan; the longest first, REMEDY_TASKS_FIRST), the model replay.
 CRITICAL_TASK, MODEL_TASK = "critical_path", "replay_error"
+# The tasks that read each point's step (Context.step_of): the critical path (its per-step sums; the unchanged replay
+# it computes finds what every replay's mean step reads) and the CUDA graph remedy (its regions are per step).
+STEP_OF_READERS = (CRITICAL_TASK, "host_launch_overhead")
 # Remedies whose task is the longest (the 406 MB Kineto tile: low_occupancy 43 ms, its kernel model and replay;
 # host_launch_overhead 34; synchronization 30, its derived plan; the others there 0-2): started first, so that the
 # two threads end together (longest first: the last task is a short one; in REMEDIES order the longest came last and
@@ -273,7 +288,7 @@ def _critical_task(ctx: Context) -> dict[str, Any] | None:
 def _model_replay(ctx: Context) -> dict[str, Any]:
     """``replay_error``: the unchanged and the model replay against the recording."""
     g, recorded = ctx.graph, ctx.recorded
-    typical = ctx.outcome(g.at_typical_lags())
+    typical = ctx.outcome(g.at_typical_lags(), consume=True)
     replay_error: dict[str, Any] = {
         **replay_error_fields(g, recorded, ctx.base, typical),
         "model_error_by_lag": None,
@@ -293,7 +308,8 @@ def _remedy_task(ctx: Context, cause: str) -> dict[str, Any] | None:
     changed, assumptions = model(ctx)
     if changed is None:
         return None
-    return remedy_entry(cause, remedy, ctx.outcome(changed), ctx.recorded, ctx.base, assumptions)
+    # (the changed graph is read by nothing after its replay: its times are written over its own lags)
+    return remedy_entry(cause, remedy, ctx.outcome(changed, consume=True), ctx.recorded, ctx.base, assumptions)
 
 
 def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -95,6 +95,13 @@ class Context:
         step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
 
+    def release_step_of(self) -> None:
+        """Let :attr:`step_of` (8 bytes a point) go once its last reader is done (the what-if section: the critical
+        path and the CUDA graph remedy; the replays read the steps through :attr:`_step_reading`, found before by
+        the unchanged replay); a later read computes it again."""
+        self._step_reading  # noqa: B018 - found (and kept) before the steps go
+        self.__dict__.pop("step_of", None)
+
     def without_edges(self, keep: np.ndarray, **arrays: np.ndarray) -> Graph:
         """The graph with only the edges ``keep`` (bool per edge) and ``arrays`` replaced: its replay reuses this
         graph's plan where it can (:func:`engine.plan_without_edges`)."""
@@ -122,10 +129,17 @@ class Context:
             return plan_without_edges(self.plan, graph, subset[1])
         return None
 
-    def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
+    def outcome(
+        self, graph: Graph | None = None, times: np.ndarray | None = None, consume: bool = False
+    ) -> Outcome:
+        """The replay of ``graph`` (default: the unchanged one), or the ``times`` given, read as an outcome.
+        ``consume``: ``graph`` is a changed graph that nothing reads after this replay (a remedy's): where its lag
+        is an array of its own (not the unchanged graph's, not a view), the times are written over it
+        (:func:`engine.solve_with_span`'s ``over_lag``), no array of the points' size beside it."""
         g = graph or self.graph
         if times is None:
-            t, span = solve_with_span(g, self._plan_for(g))
+            own_lag = consume and g.lag is not self.graph.lag and g.lag.base is None
+            t, span = solve_with_span(g, self._plan_for(g), over_lag=own_lag)
         else:
             t, span = times, int(times.max() - times.min()) if times.size else 0
         return Outcome(t, span, *self._step_ns(t))
