@@ -280,7 +280,8 @@ TWO_THREADS_MAX_POINTS = 4_000_000
 def _critical_task(ctx: Context) -> dict[str, Any] | None:
     """``critical_path``; then the unchanged replay's times, which no other task reads, go (their pages serve the
     remedies' replays)."""
-    path = critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of)
+    # (no steps: no per-step sums to make, the same empty per_step as steps of -1 give)
+    path = critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of if ctx.has_steps else None)
     ctx.release_base_times()
     return path
 

@@ -72,13 +72,18 @@ class Context:
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
         self._edge_subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
+    @property
+    def has_steps(self) -> bool:
+        """Whether the trace has step windows (else every point's step is -1)."""
+        return bool(len(self.windows) and self.graph.size)
+
     @cached_property
     def step_of(self) -> np.ndarray:
         """The step each point belongs to (-1: none); computed on first use, so that in the what-if section the
         remedies' tasks find it on whichever thread first needs it, not before the first of them starts."""
         g, windows = self.graph, self.windows
-        if not (len(windows) and g.size):
-            return np.full(g.size, -1, np.int64)
+        if not self.has_steps:  # -1 at every point: a read-only view of one value, no array of the points' size
+            return np.broadcast_to(np.int64(-1), g.size)
         # host points by their own recorded time (written over the array's host part whole: no fill of it first);
         # GPU points by their launch call's start (its start point's step: searched once, not again per op),
         # unlaunched ones by their own time; a step runs until the next one starts (the last until its end),
@@ -168,6 +173,8 @@ class Context:
         points of each, the point a single step's start is read at (-1: none) and its recorded lead); None
         without a step holding work. Found once, not once per remedy (a pass over every point each)."""
         g = self.graph
+        if not self.has_steps:  # no step holds work (as worked_step_span would find, without reading every point)
+            return None
         # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
         # marker's time would read the host gap after the previous step's work as a period
         markers = np.concatenate([g.call_start[g.call_is_marker], g.call_end[g.call_is_marker]])
