@@ -71,6 +71,7 @@ class Context:
         # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
         self._edge_subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._plans_ahead: dict[int, Plan] = {}  # their plans found before their replay (plan_ahead), by the same id
 
     @property
     def has_steps(self) -> bool:
@@ -131,8 +132,18 @@ class Context:
             return self.plan
         subset = self._edge_subsets.get(id(graph.edge_src))
         if subset is not None and subset[0] is graph.edge_src:
+            ahead = self._plans_ahead.pop(id(graph.edge_src), None)  # (used once: its arrays go with the replay)
+            if ahead is not None and ahead.fits(graph):
+                return ahead
             return plan_without_edges(self.plan, graph, subset[1])
         return None
+
+    def plan_ahead(self, graph: Graph) -> None:
+        """Finds now the plan of ``graph`` (one of :meth:`without_edges`), which its replay then takes: a remedy
+        plans before it makes its lag copy, so that the plan's transient arrays and that copy are not held at once."""
+        subset = self._edge_subsets.get(id(graph.edge_src))
+        if subset is not None and subset[0] is graph.edge_src:
+            self._plans_ahead[id(graph.edge_src)] = plan_without_edges(self.plan, graph, subset[1])
 
     def outcome(
         self, graph: Graph | None = None, times: np.ndarray | None = None, consume: bool = False
@@ -413,18 +424,22 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return sync_side, copy_side
 
 
-def _drop_waits(ctx: Context, calls: np.ndarray, lag: np.ndarray | None = None) -> Graph:
+def _drop_waits(ctx: Context, calls: np.ndarray, make_lag: Callable[[], np.ndarray] | None = None) -> Graph:
     """The graph with the explicit wait edges of ``calls`` (bool mask) removed and their ends at their own cost (a
-    queue wait stays: the call still enqueues its work)."""
+    queue wait stays: the call still enqueues its work); ``make_lag``: the remedy's lags before that (default: a
+    copy of the graph's), made after the plan of the kept edges (:meth:`Context.plan_ahead`: that plan's keys, 8
+    bytes a point, and the lag copy are not held at once)."""
     g = ctx.graph
     dst_call = np.where(g.edge_is_wait, (g.edge_dst - 1) // 2, 0)
     drop = g.edge_is_wait & calls[dst_call] & ~g.queue_wait_edges()
     keep = ~drop
-    lag = g.lag.copy() if lag is None else lag
+    changed = ctx.without_edges(keep)
+    ctx.plan_ahead(changed)
+    lag = g.lag.copy() if make_lag is None else make_lag()
     own = g.typical["sync_own"][-1]
     ends = g.call_end[calls]
     lag[ends] = np.minimum(lag[ends], own)
-    return ctx.without_edges(keep, lag=lag)
+    return changed.with_changes(lag=lag)
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:
@@ -449,16 +464,20 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     if not copy_side.any():
         return None, ""
     bandwidth, how = ctx.pinned_bandwidth()
-    lag = g.lag.copy()
-    ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
-    ops = ops[copy_side[g.op_launch_call[ops]]]
-    if ops.size:
-        kind = ctx.trace.take("copy_kind", g.op_row[ops])
-        for direction, bps in bandwidth.items():
-            sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
-            ends = g.op_end[sel]
-            lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
-    return _drop_waits(ctx, copy_side, lag), (
+
+    def pinned_lag() -> np.ndarray:
+        lag = g.lag.copy()
+        ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
+        ops = ops[copy_side[g.op_launch_call[ops]]]
+        if ops.size:
+            kind = ctx.trace.take("copy_kind", g.op_row[ops])
+            for direction, bps in bandwidth.items():
+                sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
+                ends = g.op_end[sel]
+                lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
+        return lag
+
+    return _drop_waits(ctx, copy_side, pinned_lag), (
         "Copies from or to pageable memory, and synchronous copy calls, become pinned asynchronous copies: the "
         f"host continues after the call (its later work does not wait for the copied data), and each host<->device "
         f"copy moves at the pinned bandwidth, never slower than recorded ({how or 'unknown: durations kept'}). "
