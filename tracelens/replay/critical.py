@@ -26,7 +26,10 @@ from .name_tests import name_lookup, names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
-TOP_BY_DICTIONARY = 4096  # name dictionaries up to this size: the top lists summed over the whole dictionary
+# name dictionaries up to this size, or up to the path's points, have the top lists summed over the whole dictionary
+# (the compiled pass then needs no path-sized arrays: the numpy path's ~8 of them were 256 MiB of the what-if
+# section's peak on the x1000 Nsight export, 4.4M path points, 16,752 names)
+TOP_BY_DICTIONARY = 4096
 ON_HOST_SHARE = 0.5
 # ``bound``: which side sets the pace. The host side is the path's host and sync_waits time (the host's own work
 # and its waits' own cost), the GPU side its kernels, copies and communication. At least BOUND_SHARE of the path on
@@ -281,14 +284,14 @@ def path_sums_natively(
 ) -> PathSums | None:
     """:func:`path_sums_by_numpy` of the path ``stretches`` (:func:`path_stretches`) in one compiled pass over its
     points (no path-sized arrays: the categories, times and sums per step and name as the points are read); None
-    where it does not apply (no compiled helper, a name dictionary beyond TOP_BY_DICTIONARY, name codes or rows
-    of another type, steps beyond a few per path point: numpy then)."""
+    where it does not apply (no compiled helper, a name dictionary beyond both TOP_BY_DICTIONARY and the path's
+    points, name codes or rows of another type, steps beyond a few per path point: numpy then)."""
     solver = native_solver()
     cols = event_columns(trace)
     names, name, event_kind = cols.names, cols.name, cols.kind
     if (
         solver is None
-        or len(names) > TOP_BY_DICTIONARY
+        or len(names) > max(TOP_BY_DICTIONARY, int((stretches[1] - stretches[0] + 1).sum()))
         or not all(
             isinstance(a, np.ndarray) and a.dtype.kind == "i" and a.dtype.itemsize in (4, 8)
             for a in (name, graph.row)
