@@ -133,7 +133,9 @@ def test_many_steps_fall_back_to_numpy() -> None:
 
 @native
 @pytest.mark.parametrize("name", TRACES)
-def test_dictionaries_beyond_the_limit_but_within_the_path_are_summed_natively(name: str, monkeypatch) -> None:
+def test_dictionaries_beyond_the_limit_but_within_the_path_are_summed_natively(
+    name: str, monkeypatch
+) -> None:
     # a name dictionary larger than TOP_BY_DICTIONARY is summed over whole by the compiled pass where the path has
     # at least as many points (the x1000 Nsight export: 16,752 names, 4.4M path points), against the numpy path's
     # sums over the distinct codes the path uses; beyond the path's points the compiled pass declines

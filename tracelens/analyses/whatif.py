@@ -310,7 +310,9 @@ def _remedy_task(ctx: Context, cause: str) -> dict[str, Any] | None:
     if changed is None:
         return None
     # (the changed graph is read by nothing after its replay: its times are written over its own lags)
-    return remedy_entry(cause, remedy, ctx.outcome(changed, consume=True), ctx.recorded, ctx.base, assumptions)
+    return remedy_entry(
+        cause, remedy, ctx.outcome(changed, consume=True), ctx.recorded, ctx.base, assumptions
+    )
 
 
 def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

@@ -71,7 +71,9 @@ class Context:
         # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
         self._edge_subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._plans_ahead: dict[int, Plan] = {}  # their plans found before their replay (plan_ahead), by the same id
+        self._plans_ahead: dict[
+            int, Plan
+        ] = {}  # their plans found before their replay (plan_ahead), by the same id
 
     @property
     def has_steps(self) -> bool:
@@ -83,7 +85,9 @@ class Context:
         """The step each point belongs to (-1: none); computed on first use, so that in the what-if section the
         remedies' tasks find it on whichever thread first needs it, not before the first of them starts."""
         g, windows = self.graph, self.windows
-        if not self.has_steps:  # -1 at every point: a read-only view of one value, no array of the points' size
+        if (
+            not self.has_steps
+        ):  # -1 at every point: a read-only view of one value, no array of the points' size
             return np.broadcast_to(np.int64(-1), g.size)
         # host points by their own recorded time (written over the array's host part whole: no fill of it first);
         # GPU points by their launch call's start (its start point's step: searched once, not again per op),
@@ -132,7 +136,9 @@ class Context:
             return self.plan
         subset = self._edge_subsets.get(id(graph.edge_src))
         if subset is not None and subset[0] is graph.edge_src:
-            ahead = self._plans_ahead.pop(id(graph.edge_src), None)  # (used once: its arrays go with the replay)
+            ahead = self._plans_ahead.pop(
+                id(graph.edge_src), None
+            )  # (used once: its arrays go with the replay)
             if ahead is not None and ahead.fits(graph):
                 return ahead
             return plan_without_edges(self.plan, graph, subset[1])
@@ -184,7 +190,9 @@ class Context:
         points of each, the point a single step's start is read at (-1: none) and its recorded lead); None
         without a step holding work. Found once, not once per remedy (a pass over every point each)."""
         g = self.graph
-        if not self.has_steps:  # no step holds work (as worked_step_span would find, without reading every point)
+        if (
+            not self.has_steps
+        ):  # no step holds work (as worked_step_span would find, without reading every point)
             return None
         # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
         # marker's time would read the host gap after the previous step's work as a period
