@@ -375,12 +375,12 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     else:
         op_stream_typical = np.empty(n_ops, np.int64)
         op_stream_typical[op_order] = typ_stream
-    gpu_lag[0::2] = np.where(
-        launch_binds | event_binds,
-        np.minimum(typ_stream, np.maximum(stream_res, 0)),
-        np.maximum(stream_res, 0),
-    )
+    # each op's start: its stream gap (never negative), at most the typical one where a launch or an event binds
+    # (in place: no op-sized temporaries of np.where's three arguments)
+    np.maximum(stream_res, 0, out=stream_res)
+    gpu_lag[0::2] = stream_res
     del stream_res
+    np.minimum(gpu_lag[0::2], typ_stream, out=gpu_lag[0::2], where=launch_binds | event_binds)
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])
