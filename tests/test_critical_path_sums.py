@@ -140,10 +140,15 @@ def test_dictionaries_beyond_the_limit_but_within_the_path_are_summed_natively(
     # at least as many points (the x1000 Nsight export: 16,752 names, 4.4M path points), against the numpy path's
     # sums over the distinct codes the path uses; beyond the path's points the compiled pass declines
     from tracelens.analyses.columns import event_columns
+    from tracelens.replay import name_tests
 
     trace = tracelens.load(fixture_path(name))
     ctx = Context(trace)
     monkeypatch.setattr(critical, "TOP_BY_DICTIONARY", 0)
+    monkeypatch.setattr(
+        name_tests, "SMALL_DICTIONARY", 0
+    )  # (the collective names tested up to the path's size)
+    name_tests._answers.clear()
     t = ctx.base.times
     stretches = critical.path_stretches(ctx.graph, t)
     assert stretches is not None

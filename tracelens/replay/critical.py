@@ -289,9 +289,10 @@ def path_sums_natively(
     solver = native_solver()
     cols = event_columns(trace)
     names, name, event_kind = cols.names, cols.name, cols.kind
+    limit = max(TOP_BY_DICTIONARY, int((stretches[1] - stretches[0] + 1).sum()))  # (the path's points)
     if (
         solver is None
-        or len(names) > max(TOP_BY_DICTIONARY, int((stretches[1] - stretches[0] + 1).sum()))
+        or len(names) > limit
         or not all(
             isinstance(a, np.ndarray) and a.dtype.kind == "i" and a.dtype.itemsize in (4, 8)
             for a in (name, graph.row)
@@ -300,7 +301,9 @@ def path_sums_natively(
         or graph.kind.dtype != np.int8
     ):
         return None
-    collective = name_lookup(names, is_collective_kernel)
+    collective = name_lookup(
+        names, is_collective_kernel, limit
+    )  # (the names tested once: no more than the path)
     if collective is None:
         return None
     lo, hi, head = stretches
