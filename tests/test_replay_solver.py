@@ -419,6 +419,12 @@ def assert_plan_without_edges_solves_as_a_new_plan(
     np.testing.assert_array_equal(t, expected)
     assert span == (int(expected.max() - expected.min()) if expected.size else 0)
     np.testing.assert_array_equal(engine.solve(reduced), expected)  # the compiled path's own plan
+    # the keys written into a caller's scratch array (a remedy's lag copy to be): the same plan, none of it kept
+    scratch = np.full(reduced.size, -7, np.int64)
+    again = engine.plan_without_edges(shared, reduced, keep, scratch)
+    for name in ("order", "e_order", "e_pos", "e_src", "e_stale"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(derived, name))
+        assert not np.shares_memory(getattr(again, name), scratch)
     return shared, derived
 
 

@@ -20,8 +20,8 @@ import numpy as np
 from ..analyses.columns import event_columns
 from ..analyses.names import is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
-from .engine import native_solver, setters
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
+from .engine import native_solver
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, unique_ints
 from .name_tests import name_lookup, names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
@@ -115,8 +115,42 @@ def _points_of(lo: np.ndarray, hi: np.ndarray, head_sources: np.ndarray) -> tupl
     return path, setter
 
 
+def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, what set its replayed time: (source point or -1, is_edge). The chain predecessor where
+    it binds (ties go to a cross edge, so a wait's end points at the op it waited for), else the binding
+    cross edge's source, else -1 (an anchor)."""
+    n = graph.size
+    # a point's chain predecessor is the point before it (chains are stored contiguously): no index arrays
+    via_chain = np.empty(n, np.int64)
+    np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
+    if n:
+        via_chain[0] = t[-1] + graph.lag[0]  # point 0 starts a chain: never read
+    use_edge = np.zeros(n, bool)
+    src, dst = graph.edge_src, graph.edge_dst
+    if src.size:
+        # only the edges' targets can be set by an edge: tested there, not at every point
+        ready = t[src] + graph.edge_lag
+        via_edge = np.full(n, NONE, np.int64)
+        np.maximum.at(via_edge, dst, ready)
+        at_dst = via_edge[dst]
+        best = ready == at_dst
+        binds = (at_dst >= t[dst]) & (at_dst > NONE // 2)
+        use_edge[dst[binds]] = True
+        del via_edge
+    use_chain = via_chain >= t
+    use_chain &= ~graph.chain_first
+    use_chain &= ~use_edge
+    source = np.arange(-1, n - 1, dtype=np.int64)
+    source[~use_chain] = -1
+    if src.size:
+        # each edge-set point's binding source (of equal ones, the last edge, as one assignment of them all gives)
+        chosen = best & binds
+        source[dst[chosen]] = src[chosen]
+    return source, use_edge
+
+
 def path_points_by_numpy(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`path_points` from every point's setter (:func:`engine.setters`): the path without the compiled
+    """:func:`path_points` from every point's setter (:func:`setters`): the path without the compiled
     helper, and its reference."""
     source, _ = setters(graph, t)
     n = graph.size
