@@ -31,7 +31,10 @@ def typical_lags(
     ``launch_lags`` (one per op of the mask ``steady``, in op_order) and ``stream_gaps`` (per op of ``queued``):
     the medians per device, a default where a device has none. One device (a rank's trace): the medians of them
     all and their values seen at every op (read-only views), no device codes and gathers;
-    :func:`typical_lags_by_device` otherwise (the same answer)."""
+    :func:`typical_lags_by_device` otherwise (the same answer). Both clipped at 0 first, in place (the caller's
+    compressed copies: no second op-sized copy of each)."""
+    np.maximum(launch_lags, 0, out=launch_lags)
+    np.maximum(stream_gaps, 0, out=stream_gaps)
     n_ops = op_dev.size
     if not (n_ops and int(op_dev.min()) == int(op_dev.max())):
         return typical_lags_by_device(op_dev, op_order, launch_lags, steady, stream_gaps, queued)
