@@ -70,13 +70,17 @@ def replay_error_fields(g: Graph, recorded: Timed, base: Timed, typical: Timed) 
     }
 
 
-# Size limits of the replay. Memory: the graph holds ~75 bytes per point and the section peaks at ~170-180 bytes
-# per point above the loaded trace (Nsight export replicated x100: 2.03M points, +364 MiB; x1000: 20.3M points,
-# +3.5 GiB beside a 2.1 GiB trace), so MAX_POINTS = 30M keeps it under ~5.5 GiB. Time: the compiled solver
-# (replay/_replay_solve.c) visits each point and edge once per replay (the unchanged one, the model one, one per
-# remedy), a few ns each; plans, remedies and the critical path are numpy passes over the points: the section
-# grows with the points alone (CPU, shared 2-core machine: 1.4 s at x100 against a 3.3 s load, 21 s at x1000
-# against a 37 s load: ~1.4x per point, the cache misses of 10x larger arrays).
+# Size limits of the replay. Memory: the graph holds ~59 bytes per point (numpy's live bytes) and the section
+# peaks at ~87 bytes per point of numpy arrays above what analyze held before it, ~92 bytes of RSS (the Nsight
+# export replicated x1000, 20.3M points: analyze's peak 3,115 MiB = 1.64x the 1,903 MiB export, the whatif section
+# running alone on ~1,290 MiB; 3,340 MiB = 1.76x before benchmarks/results/kwhat27.md). The replay adds ~0.95 MiB
+# per MiB of this export family whatever its size, so analyze stays above 1.5x wherever the replay runs on it; the
+# x1512 export (30.7M points, ~2.75 GiB more at this rate: ~4.8 GiB against the bound's 4,323 MiB) stays skipped:
+# MAX_POINTS = 30M is not raised. Time: the compiled solver (replay/_replay_solve.c) visits each point and edge
+# once per replay (the unchanged one, the model one, one per remedy), a few ns each; plans, remedies and the
+# critical path are numpy passes over the points: the section grows with the points alone (CPU, shared 2-core
+# machine: 1.4 s at x100 against a 3.3 s load, 21 s at x1000 against a 37 s load: ~1.4x per point, the cache
+# misses of 10x larger arrays).
 MAX_POINTS = 30_000_000
 # Without the compiled solver (no C compiler at install time) the numpy batches solve: one batch per *cut* (each
 # blocking call's end, each wake-up of an idle host thread by another, each collective participant's end, in
