@@ -129,3 +129,31 @@ def test_many_steps_fall_back_to_numpy() -> None:
         assert critical.path_sums_natively(graph, t, trace, stretches, step_of) is None
     finally:
         critical.event_columns = critical_module_columns  # type: ignore[assignment]
+
+
+@native
+@pytest.mark.parametrize("name", TRACES)
+def test_dictionaries_beyond_the_limit_but_within_the_path_are_summed_natively(
+    name: str, monkeypatch
+) -> None:
+    # a name dictionary larger than TOP_BY_DICTIONARY is summed over whole by the compiled pass where the path has
+    # at least as many points (the x1000 Nsight export: 16,752 names, 4.4M path points), against the numpy path's
+    # sums over the distinct codes the path uses; beyond the path's points the compiled pass declines
+    from tracelens.analyses.columns import event_columns
+    from tracelens.replay import name_tests
+
+    trace = tracelens.load(fixture_path(name))
+    ctx = Context(trace)
+    monkeypatch.setattr(critical, "TOP_BY_DICTIONARY", 0)
+    monkeypatch.setattr(
+        name_tests, "SMALL_DICTIONARY", 0
+    )  # (the collective names tested up to the path's size)
+    name_tests._answers.clear()
+    t = ctx.base.times
+    stretches = critical.path_stretches(ctx.graph, t)
+    assert stretches is not None
+    path_points = int((stretches[1] - stretches[0] + 1).sum())
+    if len(event_columns(trace).names) <= path_points:
+        both(ctx.graph, t, trace, ctx.step_of)
+    else:
+        assert critical.path_sums_natively(ctx.graph, t, trace, stretches, ctx.step_of) is None

@@ -182,3 +182,28 @@ def test_remedies_that_drop_waits_replay_as_with_their_graphs_own_plan(name: str
         np.testing.assert_array_equal(outcome.times, expected)
         assert outcome.span_ns == int(expected.max() - expected.min())
     assert dropped
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_typical_lags_written_device_by_device_equal_the_gathered_codes(seed: int, monkeypatch) -> None:
+    # up to FEW_DEVICES devices each op's typical lags are written one device's mask at a time; the codes' gather
+    # (the path beyond) and a plain per-op lookup give the same arrays and medians
+    from tracelens.replay import typical_lags as T
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    op_dev = rng.choice(np.array([0, 3, 7, 12], np.int64)[: int(rng.integers(2, 5))], n)
+    op_order = rng.permutation(n)
+    steady, queued = rng.random(n) < 0.6, rng.random(n) < 0.4
+    launch_lags = rng.integers(0, 10_000, int(steady.sum()))
+    stream_gaps = rng.integers(0, 3_000, int(queued.sum()))
+    args = (op_dev, op_order, launch_lags, steady, stream_gaps, queued)
+    masked = T.typical_lags_by_device(*args)
+    monkeypatch.setattr(T, "FEW_DEVICES", 0)
+    gathered = T.typical_lags_by_device(*args)
+    assert masked[:2] == gathered[:2]
+    np.testing.assert_array_equal(masked[2], gathered[2])
+    np.testing.assert_array_equal(masked[3], gathered[3])
+    o_dev = op_dev[op_order]
+    np.testing.assert_array_equal(masked[2], [masked[0][int(d)] for d in o_dev])
+    np.testing.assert_array_equal(masked[3], [masked[1][int(d)] for d in o_dev])

@@ -206,3 +206,34 @@ def test_h100x2_window_host_follows_faster_copies() -> None:
         replayed = int(t[g.call_end[last]] - t[g.call_end[last_sync]])
         assert recorded > 1.9 * want
         assert abs(replayed - want) < 0.02 * want, (dev, replayed, want)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_holding_calls_searched_per_thread_equal_the_positions(seed: int) -> None:
+    # the call holding each overhead row, searched among its own thread's calls (the graph's calls stored thread by
+    # thread in start order), equals the reference's search of positions over every call: equal starts, markers,
+    # rows on threads without calls, rows outside every call
+    from tracelens.replay import queue_waits as Q
+
+    rng = np.random.default_rng(seed)
+    n_threads = int(rng.integers(1, 5))
+    thread_keys = np.sort(rng.choice(np.arange(100, 200, dtype=np.int64), n_threads, replace=False))
+    per = rng.integers(0, 30, n_threads)
+    call_thread = np.repeat(np.arange(n_threads, dtype=np.int32), per)
+    gaps = rng.integers(0, 4, call_thread.size)  # 0: two calls starting together (a marker and a call, say)
+    cs = np.zeros(call_thread.size, np.int64)
+    for t in range(n_threads):
+        on = call_thread == t
+        cs[on] = np.cumsum(gaps[on] * 10)
+    ce = cs + rng.integers(0, 12, cs.size)
+    is_marker = rng.random(cs.size) < 0.15
+    n_rows = int(rng.integers(1, 25))
+    row_keys = rng.choice(np.append(thread_keys, 999), n_rows)
+    rs = rng.integers(-5, int(cs.max(initial=0)) + 20, n_rows)
+    re_ = rs + rng.integers(0, 6, n_rows)
+    args = (call_thread, thread_keys, cs, ce, is_marker, row_keys, rs, re_)
+    fast = Q._holding_calls(*args)
+    assert fast is not None
+    inside, call = Q._holding_calls_by_positions(*args)
+    np.testing.assert_array_equal(fast[0], inside)
+    np.testing.assert_array_equal(fast[1][inside], call[inside])

@@ -159,6 +159,27 @@ def test_one_pass_equals_the_batches_on_a_large_graph(monkeypatch: Any) -> None:
     check(random_graph(11, 12, 3000, 0.2, 0.01), monkeypatch)
 
 
+@native
+@settings(max_examples=60, deadline=None)
+@given(**GRAPH_PARAMETERS)
+def test_times_written_over_the_lags_equal_a_fresh_solve(
+    seed: int, n_chains: int, max_len: int, edge_share: float, skew_share: float
+) -> None:
+    # a remedy's replay writes its times over its own lag copy (over_lag): the same times and span as a replay
+    # into an array of its own, and the unchanged graph's lags untouched
+    graph = random_graph(seed, n_chains, max_len, edge_share, skew_share)
+    shared = engine.plan(graph)
+    kept = graph.lag.copy()
+    changed = graph.with_changes(lag=np.maximum(graph.lag - 3, 0))
+    expected, expected_span = engine.solve_with_span(changed.with_changes(lag=changed.lag.copy()), shared)
+    own = changed.lag
+    t, span = engine.solve_with_span(changed, shared, over_lag=True)
+    assert t is own
+    np.testing.assert_array_equal(t, expected)
+    assert span == expected_span
+    np.testing.assert_array_equal(graph.lag, kept)
+
+
 def _solve_sorted(graph: Graph, shared: Any, out: np.ndarray, **changed: np.ndarray) -> None:
     """The compiled solve over ``shared``'s plan of ``graph``, with the plan arrays named in ``changed`` replaced
     (order, e_pos, e_src): how the tests below hand it a broken plan."""
@@ -398,6 +419,12 @@ def assert_plan_without_edges_solves_as_a_new_plan(
     np.testing.assert_array_equal(t, expected)
     assert span == (int(expected.max() - expected.min()) if expected.size else 0)
     np.testing.assert_array_equal(engine.solve(reduced), expected)  # the compiled path's own plan
+    # the keys written into a caller's scratch array (a remedy's lag copy to be): the same plan, none of it kept
+    scratch = np.full(reduced.size, -7, np.int64)
+    again = engine.plan_without_edges(shared, reduced, keep, scratch)
+    for name in ("order", "e_order", "e_pos", "e_src", "e_stale"):
+        np.testing.assert_array_equal(getattr(again, name), getattr(derived, name))
+        assert not np.shares_memory(getattr(again, name), scratch)
     return shared, derived
 
 

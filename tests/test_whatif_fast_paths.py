@@ -2,7 +2,7 @@
 
 - engine._chain_cummax: one running max per chain's slice (few chains) vs the packed (chain, key) running max;
 - host_calls._segmented_max_accumulate: one running max per run's slice (few runs) vs the packed running max;
-- engine.setters: the edges' binding tested at their targets only vs at every point (the earlier function, kept
+- critical.setters: the edges' binding tested at their targets only vs at every point (the earlier function, kept
   here as the reference);
 - engine.schedule_keys: the phase added as one comparison, the boundaries' keys set at once, vs the phase array
   it replaces (the earlier function, kept here as the reference);
@@ -36,7 +36,7 @@ from tracelens.analyses.columns import event_columns, thread_key
 from tracelens.analyses.names import code_mask, is_input
 from tracelens.analyses.ops import op_of_gpu_ops
 from tracelens.analyses.step_arrays import step_window_arrays
-from tracelens.replay import engine, wake_edges
+from tracelens.replay import critical, engine, wake_edges
 from tracelens.replay import graph as graph_module
 from tracelens.replay import host_calls as host_calls_module
 from tracelens.replay.occupancy_model import _input_bytes
@@ -231,7 +231,7 @@ def test_segmented_max_per_run_equals_the_packed_values(runs: list, dtype: type)
 
 
 def _setters_reference(graph: graph_module.Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """engine.setters as it was before the edges were tested at their targets only."""
+    """critical.setters as it was before the edges were tested at their targets only."""
     n = graph.size
     via_chain = np.empty(n, np.int64)
     np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
@@ -254,7 +254,7 @@ def _setters_reference(graph: graph_module.Graph, t: np.ndarray) -> tuple[np.nda
 def _check_setters(graph: graph_module.Graph) -> None:
     t = engine.solve(graph)
     for times in (t, graph.time):  # the replayed times, and times no replay gives (edges binding anywhere)
-        fast, reference = engine.setters(graph, times), _setters_reference(graph, times)
+        fast, reference = critical.setters(graph, times), _setters_reference(graph, times)
         for got, want in zip(fast, reference, strict=True):
             assert got.dtype == want.dtype
             np.testing.assert_array_equal(got, want)

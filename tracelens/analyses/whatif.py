@@ -74,13 +74,17 @@ def replay_error_fields(
     }
 
 
-# Size limits of the replay. Memory: the graph holds ~75 bytes per point and the section peaks at ~170-180 bytes
-# per point above the loaded trace (Nsight export replicated x100: 2.03M points, +364 MiB; x1000: 20.3M points,
-# +3.5 GiB beside a 2.1 GiB trace), so MAX_POINTS = 30M keeps it under ~5.5 GiB. Time: the compiled solver
-# (replay/_replay_solve.c) visits each point and edge once per replay (the unchanged one, the model one, one per
-# remedy), a few ns each; plans, remedies and the critical path are numpy passes over the points: the section
-# grows with the points alone (CPU, shared 2-core machine: 1.4 s at x100 against a 3.3 s load, 21 s at x1000
-# against a 37 s load: ~1.4x per point, the cache misses of 10x larger arrays).
+# Size limits of the replay. Memory: the graph holds ~59 bytes per point (numpy's live bytes) and the section
+# peaks at ~87 bytes per point of numpy arrays above what analyze held before it, ~92 bytes of RSS (the Nsight
+# export replicated x1000, 20.3M points: analyze's peak 3,115 MiB = 1.64x the 1,903 MiB export, the whatif section
+# running alone on ~1,290 MiB; 3,340 MiB = 1.76x before benchmarks/results/kwhat27.md). The replay adds ~0.95 MiB
+# per MiB of this export family whatever its size, so analyze stays above 1.5x wherever the replay runs on it; the
+# x1512 export (30.7M points, ~2.75 GiB more at this rate: ~4.8 GiB against the bound's 4,323 MiB) stays skipped:
+# MAX_POINTS = 30M is not raised. Time: the compiled solver (replay/_replay_solve.c) visits each point and edge
+# once per replay (the unchanged one, the model one, one per remedy), a few ns each; plans, remedies and the
+# critical path are numpy passes over the points: the section grows with the points alone (CPU, shared 2-core
+# machine: 1.4 s at x100 against a 3.3 s load, 21 s at x1000 against a 37 s load: ~1.4x per point, the cache
+# misses of 10x larger arrays).
 MAX_POINTS = 30_000_000
 # Without the compiled solver (no C compiler at install time) the numpy batches solve: one batch per *cut* (each
 # blocking call's end, each wake-up of an idle host thread by another, each collective participant's end, in
@@ -226,10 +230,22 @@ def whatif(trace: Trace) -> dict[str, Any]:
         **{cause: partial(_remedy_task, ctx, cause) for cause in remedy_task_order()},
         MODEL_TASK: lambda: _model_replay(ctx),
     }
+    # the step of each point (8 bytes a point) goes once the last task that reads it is done: the remedies' replays
+    # after it then have its memory (the other replays read the steps through what the unchanged one found)
+    step_readers = {key for key in STEP_OF_READERS if key in tasks}
+
+    def run_task(key: str) -> Any:
+        out = tasks[key]()
+        if key in step_readers:
+            step_readers.discard(key)
+            if not step_readers:
+                ctx.release_step_of()
+        return out
+
     if g.size <= TWO_THREADS_MAX_POINTS:
-        done = run_beside(list(tasks), lambda key: tasks[key]())
+        done = run_beside(list(tasks), run_task)
     else:
-        done = run_sections(list(tasks), lambda key: tasks[key](), threads=1)
+        done = run_sections(list(tasks), run_task, threads=1)
     remedies: list[dict[str, Any]] = [done[cause] for cause in REMEDIES if done[cause] is not None]
     # largest gain first: by the step time where the trace has steps (the steady state), else by the span
     remedies.sort(key=lambda r: (float(r["predicted_step_ns"] or 0.0), -int(r["gain_ns"])))
@@ -247,6 +263,9 @@ def whatif(trace: Trace) -> dict[str, Any]:
 # replay, whose plan every replay of a remedy that changes only lags reuses), the remedies (each one's model first,
 # which needs no plan; the longest first, REMEDY_TASKS_FIRST), the model replay.
 CRITICAL_TASK, MODEL_TASK = "critical_path", "replay_error"
+# The tasks that read each point's step (Context.step_of): the critical path (its per-step sums; the unchanged replay
+# it computes finds what every replay's mean step reads) and the CUDA graph remedy (its regions are per step).
+STEP_OF_READERS = (CRITICAL_TASK, "host_launch_overhead")
 # Remedies whose task is the longest (the 406 MB Kineto tile: low_occupancy 43 ms, its kernel model and replay;
 # host_launch_overhead 34; synchronization 30, its derived plan; the others there 0-2): started first, so that the
 # two threads end together (longest first: the last task is a short one; in REMEDIES order the longest came last and
@@ -269,7 +288,8 @@ TWO_THREADS_MAX_POINTS = 4_000_000
 def _critical_task(ctx: Context) -> dict[str, Any] | None:
     """``critical_path``; then the unchanged replay's times, which no other task reads, go (their pages serve the
     remedies' replays)."""
-    path = critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of)
+    # (no steps: no per-step sums to make, the same empty per_step as steps of -1 give)
+    path = critical_path(ctx.graph, ctx.base.times, ctx.trace, ctx.step_of if ctx.has_steps else None)
     ctx.release_base_times()
     return path
 
@@ -277,7 +297,7 @@ def _critical_task(ctx: Context) -> dict[str, Any] | None:
 def _model_replay(ctx: Context) -> dict[str, Any]:
     """``replay_error``: the unchanged and the model replay against the recording."""
     g, recorded = ctx.graph, ctx.recorded
-    typical = ctx.outcome(g.at_typical_lags())
+    typical = ctx.outcome(g.at_typical_lags(), consume=True)
     replay_error: dict[str, Any] = {
         **replay_error_fields(
             g,
@@ -303,7 +323,10 @@ def _remedy_task(ctx: Context, cause: str) -> dict[str, Any] | None:
     changed, assumptions = model(ctx)
     if changed is None:
         return None
-    return remedy_entry(cause, remedy, ctx.outcome(changed), ctx.recorded, ctx.base, assumptions)
+    # (the changed graph is read by nothing after its replay: its times are written over its own lags)
+    return remedy_entry(
+        cause, remedy, ctx.outcome(changed, consume=True), ctx.recorded, ctx.base, assumptions
+    )
 
 
 def gain_by_cause(whatif_block: dict[str, Any] | None) -> dict[str, dict[str, Any]]:

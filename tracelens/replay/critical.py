@@ -20,13 +20,16 @@ import numpy as np
 from ..analyses.columns import event_columns
 from ..analyses.names import is_collective_kernel
 from ..trace import ALL_KINDS, KERNEL
-from .engine import native_solver, setters
-from .graph import GPU_END, GPU_START, HOST_END, HOST_START, Graph, unique_ints
+from .engine import native_solver
+from .graph import GPU_END, GPU_START, HOST_END, HOST_START, NONE, Graph, unique_ints
 from .name_tests import name_lookup, names_mask
 
 CATEGORIES = ("host", "sync_waits", "kernels", "copies", "communication")
 TOP = 5
-TOP_BY_DICTIONARY = 4096  # name dictionaries up to this size: the top lists summed over the whole dictionary
+# name dictionaries up to this size, or up to the path's points, have the top lists summed over the whole dictionary
+# (the compiled pass then needs no path-sized arrays: the numpy path's ~8 of them were 256 MiB of the what-if
+# section's peak on the x1000 Nsight export, 4.4M path points, 16,752 names)
+TOP_BY_DICTIONARY = 4096
 ON_HOST_SHARE = 0.5
 # ``bound``: which side sets the pace. The host side is the path's host and sync_waits time (the host's own work
 # and its waits' own cost), the GPU side its kernels, copies and communication. At least BOUND_SHARE of the path on
@@ -112,8 +115,42 @@ def _points_of(lo: np.ndarray, hi: np.ndarray, head_sources: np.ndarray) -> tupl
     return path, setter
 
 
+def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each point, what set its replayed time: (source point or -1, is_edge). The chain predecessor where
+    it binds (ties go to a cross edge, so a wait's end points at the op it waited for), else the binding
+    cross edge's source, else -1 (an anchor)."""
+    n = graph.size
+    # a point's chain predecessor is the point before it (chains are stored contiguously): no index arrays
+    via_chain = np.empty(n, np.int64)
+    np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
+    if n:
+        via_chain[0] = t[-1] + graph.lag[0]  # point 0 starts a chain: never read
+    use_edge = np.zeros(n, bool)
+    src, dst = graph.edge_src, graph.edge_dst
+    if src.size:
+        # only the edges' targets can be set by an edge: tested there, not at every point
+        ready = t[src] + graph.edge_lag
+        via_edge = np.full(n, NONE, np.int64)
+        np.maximum.at(via_edge, dst, ready)
+        at_dst = via_edge[dst]
+        best = ready == at_dst
+        binds = (at_dst >= t[dst]) & (at_dst > NONE // 2)
+        use_edge[dst[binds]] = True
+        del via_edge
+    use_chain = via_chain >= t
+    use_chain &= ~graph.chain_first
+    use_chain &= ~use_edge
+    source = np.arange(-1, n - 1, dtype=np.int64)
+    source[~use_chain] = -1
+    if src.size:
+        # each edge-set point's binding source (of equal ones, the last edge, as one assignment of them all gives)
+        chosen = best & binds
+        source[dst[chosen]] = src[chosen]
+    return source, use_edge
+
+
 def path_points_by_numpy(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`path_points` from every point's setter (:func:`engine.setters`): the path without the compiled
+    """:func:`path_points` from every point's setter (:func:`setters`): the path without the compiled
     helper, and its reference."""
     source, _ = setters(graph, t)
     n = graph.size
@@ -281,14 +318,15 @@ def path_sums_natively(
 ) -> PathSums | None:
     """:func:`path_sums_by_numpy` of the path ``stretches`` (:func:`path_stretches`) in one compiled pass over its
     points (no path-sized arrays: the categories, times and sums per step and name as the points are read); None
-    where it does not apply (no compiled helper, a name dictionary beyond TOP_BY_DICTIONARY, name codes or rows
-    of another type, steps beyond a few per path point: numpy then)."""
+    where it does not apply (no compiled helper, a name dictionary beyond both TOP_BY_DICTIONARY and the path's
+    points, name codes or rows of another type, steps beyond a few per path point: numpy then)."""
     solver = native_solver()
     cols = event_columns(trace)
     names, name, event_kind = cols.names, cols.name, cols.kind
+    limit = max(TOP_BY_DICTIONARY, int((stretches[1] - stretches[0] + 1).sum()))  # (the path's points)
     if (
         solver is None
-        or len(names) > TOP_BY_DICTIONARY
+        or len(names) > limit
         or not all(
             isinstance(a, np.ndarray) and a.dtype.kind == "i" and a.dtype.itemsize in (4, 8)
             for a in (name, graph.row)
@@ -297,7 +335,9 @@ def path_sums_natively(
         or graph.kind.dtype != np.int8
     ):
         return None
-    collective = name_lookup(names, is_collective_kernel)
+    collective = name_lookup(
+        names, is_collective_kernel, limit
+    )  # (the names tested once: no more than the path)
     if collective is None:
         return None
     lo, hi, head = stretches

@@ -308,9 +308,10 @@ def native_schedule_keys(graph: Graph) -> np.ndarray:
     return native_keys_settled(graph)[0]
 
 
-def native_keys_settled(graph: Graph) -> tuple[np.ndarray, bool]:
+def native_keys_settled(graph: Graph, out: np.ndarray | None = None) -> tuple[np.ndarray, bool]:
     """(:func:`native_schedule_keys`, whether they are known to leave no edge stale: the rounds stopped before
-    MAX_KEY_ROUNDS, which only a round finding no late edge does (late is stale: key[src] + 1 > key[dst]))."""
+    MAX_KEY_ROUNDS, which only a round finding no late edge does (late is stale: key[src] + 1 > key[dst])).
+    ``out``: an int64 array of the points' size to write the keys into (returned)."""
     assert _replay_solve is not None
     time = np.ascontiguousarray(graph.time, np.int64)
     coupling = graph.edge_is_wait | graph.edge_is_wake | graph.edge_is_collective
@@ -319,7 +320,7 @@ def native_keys_settled(graph: Graph) -> tuple[np.ndarray, bool]:
     rank = np.argsort(boundary_sorted)  # each boundary point (ascending) -> its rank by time
     src = np.ascontiguousarray(graph.edge_src, np.int64)
     dst = np.ascontiguousarray(graph.edge_dst, np.int64)
-    key = np.empty(time.size, np.int64)
+    key = np.empty(time.size, np.int64) if out is None else out
     rounds = max(MAX_KEY_ROUNDS, MAX_KEY_WORK // max(key.size + src.size, 1))
     done = _replay_solve.schedule_keys(
         time,
@@ -387,13 +388,17 @@ def plan_natively(graph: Graph, key: np.ndarray | None = None) -> Plan:
     )
 
 
-def plan_without_edges(shared: Plan, graph: Graph, keep: np.ndarray) -> Plan:
+def plan_without_edges(
+    shared: Plan, graph: Graph, keep: np.ndarray, scratch: np.ndarray | None = None
+) -> Plan:
     """The plan of ``graph``: the graph ``shared`` was made for with only its edges ``keep`` (bool per edge, in
     their order) left, as a remedy that drops waits makes it. Where neither plan reads an edge as recorded (no
     edge of ``shared`` that is kept is stale, and ``graph``'s own keys leave none stale), both orders are
     topological orders of ``graph`` and a solve with either gives the one solution of the recurrence: then
     ``shared``'s order is kept with the kept edges (no new order of the points, no point-sized array but the
-    keys), else :func:`plan` (and always without the compiled helper, whose batches need the graph's own keys)."""
+    keys), else :func:`plan` (and always without the compiled helper, whose batches need the graph's own keys).
+    ``scratch``: an int64 array of the points' size the keys are written into (the plan keeps nothing of it: the
+    caller's array for later, e.g. a remedy's lag copy, so that the keys take no memory of their own)."""
     same_points = all(
         getattr(graph, name) is array
         for name, array in zip(_PLAN_SOURCES, shared.sources, strict=True)
@@ -401,7 +406,13 @@ def plan_without_edges(shared: Plan, graph: Graph, keep: np.ndarray) -> Plan:
     )
     if _replay_solve is None or shared.key is not None or not same_points:
         return plan(graph)
-    key, settled = native_keys_settled(graph)  # settled: no stale edge, no pass over the edges to test it
+    if scratch is not None and not (
+        scratch.dtype == np.int64 and scratch.size == graph.size and scratch.flags.c_contiguous
+    ):
+        scratch = None
+    key, settled = native_keys_settled(
+        graph, scratch
+    )  # settled: no stale edge, no pass over the edges to test it
     kept_slots = keep[shared.e_order]  # per edge slot of ``shared`` (by target position): kept or not
     if shared.e_stale[kept_slots].any() or not (
         settled or bool((key[graph.edge_src] < key[graph.edge_dst]).all())
@@ -461,9 +472,16 @@ def solve(graph: Graph, shared: Plan | None = None) -> np.ndarray:
     return solve_with_span(graph, shared)[0]
 
 
-def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarray, int]:
+def solve_with_span(
+    graph: Graph, shared: Plan | None = None, over_lag: bool = False
+) -> tuple[np.ndarray, int]:
     """:func:`solve`, and the replay's span (its latest time - its earliest; 0 without points): found by the
-    compiled pass as it writes the times, no second and third pass over them."""
+    compiled pass as it writes the times, no second and third pass over them.
+
+    ``over_lag``: the graph's ``lag`` is this replay's own (a remedy's changed copy that nothing reads after the
+    replay): the compiled pass writes the times over it and returns that array, no array of the points' size of
+    their own. The pass reads a point's lag (and anchor) before it writes that point's time and never reads
+    another point's lag after, so the times are the same integers (8 bytes a point less at the replay's peak)."""
     n = graph.size
     if n == 0:
         return graph.time.copy(), 0
@@ -471,7 +489,11 @@ def solve_with_span(graph: Graph, shared: Plan | None = None) -> tuple[np.ndarra
     if _replay_solve is None:
         t = solve_by_batches(graph, ordered)
         return t, int(t.max() - t.min())
-    t = np.empty(n, np.int64)
+    lag = graph.lag
+    if over_lag and lag.dtype == np.int64 and lag.flags.c_contiguous and lag.flags.writeable:
+        t = lag
+    else:
+        t = np.empty(n, np.int64)
     lowest, highest = _replay_solve.solve_sorted_edges(
         ordered.order,
         np.ascontiguousarray(graph.chain_first, dtype=bool).view(np.uint8),
@@ -564,37 +586,3 @@ def solve_by_batches(graph: Graph, shared: Plan | None = None) -> np.ndarray:
         carry = np.where(src_arr >= 0, t[np.maximum(src_arr, 0)], NONE)
         t[order[lo:hi]] = np.maximum(carry + cc, best_arr + cc)
     return t
-
-
-def setters(graph: Graph, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each point, what set its replayed time: (source point or -1, is_edge). The chain predecessor where
-    it binds (ties go to a cross edge, so a wait's end points at the op it waited for), else the binding
-    cross edge's source, else -1 (an anchor)."""
-    n = graph.size
-    # a point's chain predecessor is the point before it (chains are stored contiguously): no index arrays
-    via_chain = np.empty(n, np.int64)
-    np.add(t[:-1], graph.lag[1:], out=via_chain[1:])
-    if n:
-        via_chain[0] = t[-1] + graph.lag[0]  # point 0 starts a chain: never read
-    use_edge = np.zeros(n, bool)
-    src, dst = graph.edge_src, graph.edge_dst
-    if src.size:
-        # only the edges' targets can be set by an edge: tested there, not at every point
-        ready = t[src] + graph.edge_lag
-        via_edge = np.full(n, NONE, np.int64)
-        np.maximum.at(via_edge, dst, ready)
-        at_dst = via_edge[dst]
-        best = ready == at_dst
-        binds = (at_dst >= t[dst]) & (at_dst > NONE // 2)
-        use_edge[dst[binds]] = True
-        del via_edge
-    use_chain = via_chain >= t
-    use_chain &= ~graph.chain_first
-    use_chain &= ~use_edge
-    source = np.arange(-1, n - 1, dtype=np.int64)
-    source[~use_chain] = -1
-    if src.size:
-        # each edge-set point's binding source (of equal ones, the last edge, as one assignment of them all gives)
-        chosen = best & binds
-        source[dst[chosen]] = src[chosen]
-    return source, use_edge

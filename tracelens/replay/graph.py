@@ -364,8 +364,9 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     o_one_time = op_one_time[op_order]
     steady = launch_binds & ~o_one_time
     queued = ~op_first & ~launch_binds & ~event_binds
+    # (the compressed lags: clipped at 0 by typical_lags in place, no second op-sized copy of each)
     launch_typ, stream_typ, typ_launch, typ_stream = typical_lags(
-        op_dev, op_order, np.maximum(launch_res[steady], 0), steady, np.maximum(stream_res[queued], 0), queued
+        op_dev, op_order, launch_res[steady], steady, stream_res[queued], queued
     )
     del op_one_time, steady, queued, op_first
     np.subtract(o_e, o_s, out=gpu_lag[1::2])
@@ -376,12 +377,11 @@ def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Gr
     else:
         op_stream_typical = np.empty(n_ops, np.int64)
         op_stream_typical[op_order] = typ_stream
-    gpu_lag[0::2] = np.where(
-        launch_binds | event_binds,
-        np.minimum(typ_stream, np.maximum(stream_res, 0)),
-        np.maximum(stream_res, 0),
-    )
+    # each op's start: its stream gap (>= 0), at most the typical one where a launch or an event binds (in place)
+    np.maximum(stream_res, 0, out=stream_res)
+    gpu_lag[0::2] = stream_res
     del stream_res
+    np.minimum(gpu_lag[0::2], typ_stream, out=gpu_lag[0::2], where=launch_binds | event_binds)
     # event edges: the binding one keeps its recorded delay, the others a queued gap at most
     event_res = o_s[e_dst] - o_e[e_src]
     binds_here = event_binds[e_dst] & (o_e[e_src] == event_ready[e_dst])

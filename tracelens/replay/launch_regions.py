@@ -25,11 +25,14 @@ def region_heads(g: Graph, step_of: np.ndarray, launched: np.ndarray) -> np.ndar
     if solver is not None and step_of.dtype == np.int64 and n_calls:
         out = np.empty(n_calls, np.int64)
         bounds = np.zeros(5, np.int64)
+        # (only the calls' starts are read, the host points, which come first: their chains and steps, so a trace
+        # without steps, whose steps are a view of one value, has a copy of the host points' steps made only)
+        host = 2 * n_calls
         written = solver.launch_regions(  # type: ignore[attr-defined]
             np.ascontiguousarray(g.op_launch_call, np.int64),
             np.ascontiguousarray(g.call_start),
-            np.ascontiguousarray(g.chain),
-            np.ascontiguousarray(step_of),
+            np.ascontiguousarray(g.chain[:host]),
+            np.ascontiguousarray(step_of[:host]),
             np.ascontiguousarray(g.call_waits, dtype=bool).view(np.uint8),
             np.zeros(n_calls, np.uint8),
             out,

@@ -26,10 +26,13 @@ _lock = threading.Lock()
 _answers: dict[tuple[int, Callable[[str], bool]], tuple[weakref.ref[np.ndarray], np.ndarray]] = {}
 
 
-def name_lookup(names: np.ndarray, predicate: Callable[[str], bool]) -> np.ndarray | None:
+def name_lookup(
+    names: np.ndarray, predicate: Callable[[str], bool], limit: int | None = None
+) -> np.ndarray | None:
     """Per code of the dictionary ``names`` and a last slot for code -1 (null: False): ``predicate(str(name))``;
-    read only. None where the dictionary is too large to test whole (SMALL_DICTIONARY)."""
-    if len(names) > SMALL_DICTIONARY:
+    read only. None where the dictionary is too large to test whole (beyond ``limit``: SMALL_DICTIONARY, or a
+    caller's that reads as many rows)."""
+    if len(names) > (SMALL_DICTIONARY if limit is None else limit):
         return None
     key = (id(names), predicate)
     with _lock:

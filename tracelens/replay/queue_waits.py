@@ -61,20 +61,12 @@ def queue_waits(
         return empty, empty, empty
     rs, re_ = cols.start[rows].astype(np.int64), cols.end[rows].astype(np.int64)
     # the call holding each row: the last call starting at or before it on its thread, if it ends at or after it
-    # (positions ordered by thread, then time; the calls are outermost, so they do not overlap on a thread)
-    candidates = np.flatnonzero(~is_marker)
-    p_cs, p_ce, p_rs, p_re = thread_time_positions(
-        [
-            (thread_keys[call_thread[candidates]], [cs[candidates], ce[candidates]]),
-            (thread_key(cols.pid[rows], cols.tid[rows]), [rs, re_]),
-        ]
-    )
-    order = np.argsort(p_cs, kind="stable")
-    j = np.searchsorted(p_cs[order], p_rs, side="right") - 1
-    inside = j >= 0
-    at = order[np.maximum(j, 0)]
-    inside &= p_ce[at] >= p_re
-    call = candidates[at]
+    # (the calls are outermost, so they do not overlap on a thread)
+    row_keys = thread_key(cols.pid[rows], cols.tid[rows])
+    held = _holding_calls(call_thread, thread_keys, cs, ce, is_marker, row_keys, rs, re_)
+    if held is None:
+        held = _holding_calls_by_positions(call_thread, thread_keys, cs, ce, is_marker, row_keys, rs, re_)
+    inside, call = held
     # the call's device: its own launch's, else its thread's last launch before it, else its next one
     device = launches.device_before(call, call_thread, op_dev, after=True)
     inside &= device >= 0
@@ -91,3 +83,79 @@ def queue_waits(
         release[mine[hit]] = members[k[hit]]
     found = release >= 0
     return release[found], call[found].astype(np.int64), (re_ - rs)[found]
+
+
+def _holding_calls_by_positions(
+    call_thread: np.ndarray,
+    thread_keys: np.ndarray,
+    cs: np.ndarray,
+    ce: np.ndarray,
+    is_marker: np.ndarray,
+    row_keys: np.ndarray,
+    rs: np.ndarray,
+    re_: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(per row: whether a call holds it, that call or another valid call index): the calls (markers aside) and the
+    rows as positions ordered by thread, then time, and a search of the rows among the calls (arrays of every
+    call: the path where the calls are not stored thread by thread in time order, and the reference)."""
+    candidates = np.flatnonzero(~is_marker)
+    p_cs, p_ce, p_rs, p_re = thread_time_positions(
+        [
+            (thread_keys[call_thread[candidates]], [cs[candidates], ce[candidates]]),
+            (row_keys, [rs, re_]),
+        ]
+    )
+    order = np.argsort(p_cs, kind="stable")
+    j = np.searchsorted(p_cs[order], p_rs, side="right") - 1
+    inside = j >= 0
+    at = order[np.maximum(j, 0)]
+    inside &= p_ce[at] >= p_re
+    return inside, candidates[at]
+
+
+def _holding_calls(
+    call_thread: np.ndarray,
+    thread_keys: np.ndarray,
+    cs: np.ndarray,
+    ce: np.ndarray,
+    is_marker: np.ndarray,
+    row_keys: np.ndarray,
+    rs: np.ndarray,
+    re_: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`_holding_calls_by_positions` where the calls are stored thread by thread (codes ascending, the keys
+    ``thread_keys`` ascending) in start order, as the graph holds them: each row searched among its own thread's
+    calls only (a loop over the threads that have rows: few), no array of every call (the positions' were ~10 of
+    them, ~400 MiB at the graph build's peak on the x1000 Nsight export). None where the calls are not so stored."""
+    if thread_keys.size > 1 and not bool((thread_keys[1:] > thread_keys[:-1]).all()):
+        return None
+    if cs.size > 1 and not bool(
+        (
+            (call_thread[1:] > call_thread[:-1])
+            | ((call_thread[1:] == call_thread[:-1]) & (cs[1:] >= cs[:-1]))
+        ).all()
+    ):
+        return None
+    inside = np.zeros(rs.size, bool)
+    call = np.zeros(rs.size, np.int64)  # (a valid call where none holds the row, as the reference gives one)
+    code = np.minimum(np.searchsorted(thread_keys, row_keys), max(thread_keys.size - 1, 0))
+    known = thread_keys[code] == row_keys if thread_keys.size else np.zeros(rs.size, bool)
+    for c in np.unique(code[known]).tolist():  # a loop over the threads with rows
+        mine = np.flatnonzero(known & (code == c))
+        lo, hi = int(np.searchsorted(call_thread, c, "left")), int(np.searchsorted(call_thread, c, "right"))
+        # (the thread's calls but its markers, by start: of equal starts the later call is found, as the stable
+        # sort of the reference finds it; without markers the thread's starts are searched as they are)
+        if is_marker[lo:hi].all():  # (no call on the thread: none holds its rows)
+            continue
+        if is_marker[lo:hi].any():
+            calls = lo + np.flatnonzero(~is_marker[lo:hi])
+            j = np.searchsorted(cs[calls], rs[mine], side="right") - 1
+            held = calls[np.maximum(j, 0)]
+        else:
+            j = np.searchsorted(cs[lo:hi], rs[mine], side="right") - 1
+            held = lo + np.maximum(j, 0)
+        hit = j >= 0
+        hit &= ce[held] >= re_[mine]
+        inside[mine] = hit
+        call[mine] = held
+    return inside, call

@@ -71,14 +71,20 @@ class Context:
         # graphs made from this one by dropping edges (remedies that drop waits): their edge_src array's id ->
         # (that array, which of this graph's edges they keep), so their replay reuses this graph's order
         self._edge_subsets: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._plans_ahead: dict[int, Plan] = {}  # their plans found before their replay (plan_ahead)
+
+    @property
+    def has_steps(self) -> bool:
+        """Whether the trace has step windows (else every point's step is -1)."""
+        return bool(len(self.windows) and self.graph.size)
 
     @cached_property
     def step_of(self) -> np.ndarray:
         """The step each point belongs to (-1: none); computed on first use, so that in the what-if section the
         remedies' tasks find it on whichever thread first needs it, not before the first of them starts."""
         g, windows = self.graph, self.windows
-        if not (len(windows) and g.size):
-            return np.full(g.size, -1, np.int64)
+        if not self.has_steps:  # -1 at every point: a read-only view of one value
+            return np.broadcast_to(np.int64(-1), g.size)
         # host points by their own recorded time (written over the array's host part whole: no fill of it first);
         # GPU points by their launch call's start (its start point's step: searched once, not again per op),
         # unlaunched ones by their own time; a step runs until the next one starts (the last until its end),
@@ -94,6 +100,12 @@ class Context:
         alone = np.concatenate([g.op_start[~launched], g.op_end[~launched]])
         step_of[alone] = running_at(starts, limit + 1, g.time[alone])
         return step_of
+
+    def release_step_of(self) -> None:
+        """Let :attr:`step_of` (8 bytes a point) go once its last reader is done (the replays read the steps through
+        :attr:`_step_reading`, found before); a later read computes it again."""
+        self._step_reading  # noqa: B018 - found (and kept) before the steps go
+        self.__dict__.pop("step_of", None)
 
     def without_edges(self, keep: np.ndarray, **arrays: np.ndarray) -> Graph:
         """The graph with only the edges ``keep`` (bool per edge) and ``arrays`` replaced: its replay reuses this
@@ -119,13 +131,28 @@ class Context:
             return self.plan
         subset = self._edge_subsets.get(id(graph.edge_src))
         if subset is not None and subset[0] is graph.edge_src:
+            ahead = self._plans_ahead.pop(id(graph.edge_src), None)  # (used once)
+            if ahead is not None and ahead.fits(graph):
+                return ahead
             return plan_without_edges(self.plan, graph, subset[1])
         return None
 
-    def outcome(self, graph: Graph | None = None, times: np.ndarray | None = None) -> Outcome:
+    def plan_ahead(self, graph: Graph, scratch: np.ndarray | None = None) -> None:
+        """Finds now the plan of ``graph`` (of :meth:`without_edges`) that its replay takes, its keys written into
+        ``scratch`` (a remedy's lag copy to be: the two take the same memory)."""
+        subset = self._edge_subsets.get(id(graph.edge_src))
+        if subset is not None and subset[0] is graph.edge_src:
+            self._plans_ahead[id(graph.edge_src)] = plan_without_edges(self.plan, graph, subset[1], scratch)
+
+    def outcome(
+        self, graph: Graph | None = None, times: np.ndarray | None = None, consume: bool = False
+    ) -> Outcome:
+        """The replay of ``graph`` (default: the unchanged one), or the ``times`` given. ``consume``: nothing reads
+        ``graph`` after (a remedy's): its times are written over its own lag copy (solve_with_span's over_lag)."""
         g = graph or self.graph
         if times is None:
-            t, span = solve_with_span(g, self._plan_for(g))
+            own_lag = consume and g.lag is not self.graph.lag and g.lag.base is None
+            t, span = solve_with_span(g, self._plan_for(g), over_lag=own_lag)
         else:
             t, span = times, int(times.max() - times.min()) if times.size else 0
         return Outcome(t, span, *self._step_ns(t))
@@ -154,6 +181,8 @@ class Context:
         points of each, the point a single step's start is read at (-1: none) and its recorded lead); None
         without a step holding work. Found once, not once per remedy (a pass over every point each)."""
         g = self.graph
+        if not self.has_steps:  # no step holds work (worked_step_span's answer, no pass over the points)
+            return None
         # a step holding nothing but its marker (the profiler stopped as it began) has no work to end: its
         # marker's time would read the host gap after the previous step's work as a period
         markers = np.concatenate([g.call_start[g.call_is_marker], g.call_end[g.call_is_marker]])
@@ -419,18 +448,24 @@ def _blocking_calls(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return sync_side, copy_side
 
 
-def _drop_waits(ctx: Context, calls: np.ndarray, lag: np.ndarray | None = None) -> Graph:
+def _drop_waits(
+    ctx: Context, calls: np.ndarray, write_lag: Callable[[np.ndarray], None] | None = None
+) -> Graph:
     """The graph with the explicit wait edges of ``calls`` (bool mask) removed and their ends at their own cost (a
-    queue wait stays: the call still enqueues its work)."""
+    queue wait stays); ``write_lag``: writes the remedy's lags before that (default: the graph's) into the array
+    that the kept edges' plan (:meth:`Context.plan_ahead`) used for its keys first: one array of the points' size."""
     g = ctx.graph
     dst_call = np.where(g.edge_is_wait, (g.edge_dst - 1) // 2, 0)
     drop = g.edge_is_wait & calls[dst_call] & ~g.queue_wait_edges()
     keep = ~drop
-    lag = g.lag.copy() if lag is None else lag
+    changed = ctx.without_edges(keep)
+    lag = np.empty(g.size, np.int64)
+    ctx.plan_ahead(changed, lag)  # (its keys written into ``lag``, overwritten below)
+    np.copyto(lag, g.lag) if write_lag is None else write_lag(lag)
     own = g.typical["sync_own"][-1]
     ends = g.call_end[calls]
     lag[ends] = np.minimum(lag[ends], own)
-    return ctx.without_edges(keep, lag=lag)
+    return changed.with_changes(lag=lag)
 
 
 def synchronization(ctx: Context) -> tuple[Graph | None, str]:
@@ -455,16 +490,19 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     if not copy_side.any():
         return None, ""
     bandwidth, how = ctx.pinned_bandwidth()
-    lag = g.lag.copy()
-    ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
-    ops = ops[copy_side[g.op_launch_call[ops]]]
-    if ops.size:
-        kind = ctx.trace.take("copy_kind", g.op_row[ops])
-        for direction, bps in bandwidth.items():
-            sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
-            ends = g.op_end[sel]
-            lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
-    return _drop_waits(ctx, copy_side, lag), (
+
+    def pinned_lag(lag: np.ndarray) -> None:
+        np.copyto(lag, g.lag)
+        ops = np.flatnonzero(g.op_is_copy & (g.op_launch_call >= 0))
+        ops = ops[copy_side[g.op_launch_call[ops]]]
+        if ops.size:
+            kind = ctx.trace.take("copy_kind", g.op_row[ops])
+            for direction, bps in bandwidth.items():
+                sel = ops[text_mask(kind, direction.__eq__) & (g.op_bytes[ops] > 0)]
+                ends = g.op_end[sel]
+                lag[ends] = np.minimum(lag[ends], np.ceil(g.op_bytes[sel] / bps * 1e9).astype(np.int64))
+
+    return _drop_waits(ctx, copy_side, pinned_lag), (
         "Copies from or to pageable memory, and synchronous copy calls, become pinned asynchronous copies: the "
         f"host continues after the call (its later work does not wait for the copied data), and each host<->device "
         f"copy moves at the pinned bandwidth, never slower than recorded ({how or 'unknown: durations kept'}). "

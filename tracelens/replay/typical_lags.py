@@ -13,6 +13,10 @@ DEFAULT_LAUNCH_LAG_NS = 5_000  # launch call start -> op start on an idle GPU
 DEFAULT_STREAM_GAP_NS = 1_000  # op end -> next queued op start on the same stream
 DEFAULT_SYNC_OWN_NS = 2_000  # a synchronize that finds nothing to wait for
 DEFAULT_WAKE_NS = 2_000  # awaited op end -> the waiting call returns
+# Up to this many devices each op's typical lags are written device by device (one mask of the ops each), not
+# gathered through each op's device code (an op-sized int64 array of codes and two gathers: 33 MiB apiece at the
+# x1000 Nsight export's 4.4M ops, at the graph build's peak).
+FEW_DEVICES = 16
 
 
 def typical_lags(
@@ -27,7 +31,10 @@ def typical_lags(
     ``launch_lags`` (one per op of the mask ``steady``, in op_order) and ``stream_gaps`` (per op of ``queued``):
     the medians per device, a default where a device has none. One device (a rank's trace): the medians of them
     all and their values seen at every op (read-only views), no device codes and gathers;
-    :func:`typical_lags_by_device` otherwise (the same answer)."""
+    :func:`typical_lags_by_device` otherwise (the same answer). Both clipped at 0 first, in place (the caller's
+    compressed copies: no second op-sized copy of each)."""
+    np.maximum(launch_lags, 0, out=launch_lags)
+    np.maximum(stream_gaps, 0, out=stream_gaps)
     n_ops = op_dev.size
     if not (n_ops and int(op_dev.min()) == int(op_dev.max())):
         return typical_lags_by_device(op_dev, op_order, launch_lags, steady, stream_gaps, queued)
@@ -59,11 +66,23 @@ def typical_lags_by_device(
     o_dev = op_dev[op_order]
     launch_typ = _median_by(o_dev[steady], launch_lags, DEFAULT_LAUNCH_LAG_NS)
     stream_typ = _median_by(o_dev[queued], stream_gaps, DEFAULT_STREAM_GAP_NS)
-    devices, o_dev_index = unique_ints(o_dev, return_inverse=True)
+    devices = unique_ints(o_dev)
     for d in devices:
         launch_typ.setdefault(int(d), DEFAULT_LAUNCH_LAG_NS)
         stream_typ.setdefault(int(d), DEFAULT_STREAM_GAP_NS)
-    # per op, its device's typical value (looked up per device, then spread over the ops)
+    # per op, its device's typical value
+    if (
+        devices.size <= FEW_DEVICES
+    ):  # written device by device: a mask of the ops at a time, no op-sized codes
+        typ_launch, typ_stream = np.empty(o_dev.size, np.int64), np.empty(o_dev.size, np.int64)
+        for d in devices.tolist():  # a loop over devices
+            on = o_dev == d
+            typ_launch[on] = launch_typ[d]
+            typ_stream[on] = stream_typ[d]
+        return launch_typ, stream_typ, typ_launch, typ_stream
+    o_dev_index = unique_ints(o_dev, return_inverse=True)[
+        1
+    ]  # (looked up per device, then spread over the ops)
     typ_launch = np.array([launch_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     typ_stream = np.array([stream_typ[int(d)] for d in devices], np.int64)[o_dev_index.reshape(-1)]
     return launch_typ, stream_typ, typ_launch, typ_stream
