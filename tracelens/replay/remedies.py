@@ -25,15 +25,15 @@ from ..analyses.names import (
 )
 from ..analyses.startup import FIRST_API, LONG_LAUNCH, host_categories, one_time_work
 from ..analyses.step_arrays import step_window_arrays
-from ..gpu_specs import links_of_device
 from ..trace import ANNOTATION, CPU_OP, DRIVER, PYTHON, RUNTIME, STEP, Trace
-from .call_names import lower_is, text_mask
+from .call_names import text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build
 from .launch_regions import region_heads
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
+from .pinned import pinned_bandwidth
 from .steps import worked_step_span, write_launched_steps
 
 ITEM_MAX_BYTES = 64 * 1024  # a device-to-host read-back this small is a value read (sync.py's item pattern)
@@ -44,8 +44,6 @@ DEFAULT_GRAPH_LAUNCH_NS = 40_000
 DEFAULT_GRAPH_GAP_NS = 400
 MIN_GRAPH_OPS = 10  # graph ops needed to measure their gaps
 # pinned copies reach this share of the link's theoretical bandwidth (no pinned copy to measure)
-PINNED_LINK_FRACTION = 0.8
-PINNED_MIN_BYTES = 1024 * 1024  # pinned copies at least this big measure the pinned bandwidth
 _INPUT_KINDS = (RUNTIME, DRIVER, CPU_OP, PYTHON, ANNOTATION, STEP)
 
 
@@ -300,47 +298,6 @@ class Context:
         rows.sort()
         return rows
 
-    def pinned_bandwidth(self) -> tuple[dict[str, float], str]:
-        """Bytes/s a pinned copy reaches per direction: measured on this trace's pinned copies of at least
-        PINNED_MIN_BYTES, else PINNED_LINK_FRACTION of the device's host link."""
-        g, trace = self.graph, self.trace
-        rows = g.op_row[g.op_is_copy]
-        out: dict[str, float] = {}
-        how = []
-        if rows.size:
-            nbytes = g.op_bytes[g.op_is_copy]
-            cols = event_columns(trace)
-            dur = cols.end[rows] - cols.start[rows]
-            is_pinned = lower_is("pinned")
-            pinned = (
-                (
-                    text_mask(trace.take("src_kind", rows), is_pinned)
-                    | text_mask(trace.take("dst_kind", rows), is_pinned)
-                )
-                & (nbytes >= PINNED_MIN_BYTES)
-                & (dur > 0)
-            )
-            kind = trace.take("copy_kind", rows)
-            for direction in ("HtoD", "DtoH"):
-                sel = pinned & text_mask(kind, direction.__eq__)
-                if sel.any():
-                    out[direction] = float(nbytes[sel].sum()) / float(dur[sel].sum()) * 1e9
-                    how.append(
-                        f"{direction} {out[direction] / 1e9:.1f} GB/s measured on {int(sel.sum())} pinned "
-                        f"copies of this trace"
-                    )
-        devices = np.unique(g.op_device)
-        info = trace.device_info(int(devices[0])) if devices.size else {}
-        links = links_of_device(info)
-        for direction in ("HtoD", "DtoH"):
-            if direction not in out and links.host_bytes_per_s:
-                out[direction] = links.host_bytes_per_s * PINNED_LINK_FRACTION
-                how.append(
-                    f"{direction} {out[direction] / 1e9:.1f} GB/s = {PINNED_LINK_FRACTION:.0%} of the "
-                    f"{links.host_link} link (no pinned copy in the trace to measure)"
-                )
-        return out, "; ".join(how)
-
 
 Remedy = Callable[[Context], tuple[Graph | None, str]]
 
@@ -489,7 +446,7 @@ def memcpy(ctx: Context) -> tuple[Graph | None, str]:
     _, copy_side = ctx.blocking_calls
     if not copy_side.any():
         return None, ""
-    bandwidth, how = ctx.pinned_bandwidth()
+    bandwidth, how = pinned_bandwidth(ctx.graph, ctx.trace)
 
     def pinned_lag(lag: np.ndarray) -> None:
         np.copyto(lag, g.lag)
