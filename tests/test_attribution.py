@@ -551,8 +551,10 @@ def test_a_graph_op_launched_just_before_its_gap_leaves_the_first_queued_after_n
     assert (dev["by_cause"]["sync"], dev["by_cause"]["queued"]) == (8_000, 5_000)
 
 
-def test_gaps_between_ops_launched_one_by_one_stay_the_hosts():
-    # the same times with cudaLaunchKernel (one op a call, both returned before the gap): no graph, no `queued`
+def test_gaps_between_ops_launched_one_by_one_are_launch_overheads_after_queued_after_ns():
+    # the same times with cudaLaunchKernel (one op a call, both returned before the gap): no graph, no `queued`; the
+    # host's part of gap [7_000, 20_000) runs to 5 + 10 = 15 µs (8 µs, sync), the rest [15_000, 20_000) is launch
+    # overhead's (5 µs), not the synchronize's (before: sync 13 µs)
     rows = [
         host("runtime", "cudaLaunchKernel", 0, 2_000, correlation_id=1),
         host("runtime", "cudaLaunchKernel", 2_000, 5_000, correlation_id=2),
@@ -561,4 +563,65 @@ def test_gaps_between_ops_launched_one_by_one_stay_the_hosts():
         host("runtime", "cudaStreamSynchronize", 5_000, 31_000),
     ]
     dev = by_cause(Trace.from_rows(rows))
-    assert (dev["by_cause"]["sync"], dev["by_cause"]["queued"]) == (13_000, 0)
+    split = dev["by_cause"]
+    assert (split["sync"], split["launch"], split["queued"]) == (8_000, 5_000, 0)
+    assert dev["queued_launch"] == {"count": 1, "idle_ns": 5_000}
+
+
+def _queued_kernels_rows() -> list[dict]:
+    """Kernels launched one by one ahead of the GPU, then a wait (ns), thread (1, 1):
+    cudaLaunchKernel [0, 2_000) corr 1 -> k [10_000, 40_000); [3_000, 5_000) corr 2 -> k [42_000, 50_000);
+    aten::add [5_000, 44_000); cudaLaunchKernel [44_000, 46_000) corr 3 -> k [62_000, 65_000);
+    [46_000, 48_000) corr 4 -> k [70_000, 75_000); cudaDeviceSynchronize [48_000, 76_000);
+    cudaLaunchKernel [78_000, 80_000) corr 5 -> k [82_000, 85_000)."""
+    return [
+        host("runtime", "cudaLaunchKernel", 0, 2_000, correlation_id=1),
+        host("runtime", "cudaLaunchKernel", 3_000, 5_000, correlation_id=2),
+        host("cpu_op", "aten::add", 5_000, 44_000),
+        host("runtime", "cudaLaunchKernel", 44_000, 46_000, correlation_id=3),
+        host("runtime", "cudaLaunchKernel", 46_000, 48_000, correlation_id=4),
+        host("runtime", "cudaDeviceSynchronize", 48_000, 76_000),
+        host("runtime", "cudaLaunchKernel", 78_000, 80_000, correlation_id=5),
+        kernel(10_000, 40_000, corr=1),
+        kernel(42_000, 50_000, corr=2),
+        kernel(62_000, 65_000, corr=3),
+        kernel(70_000, 75_000, corr=4),
+        kernel(82_000, 85_000, corr=5),
+    ]
+
+
+def test_gaps_before_kernels_the_gpu_already_had_are_launch_not_what_the_host_did_meanwhile():
+    # Gap [40, 42) µs: its kernel's launch returned at 5 µs, 5 + 10 <= 40: all 2 µs launch (the host ran aten::add:
+    # before, 2 µs cpu). Gap [50, 62): launch returned at 46, host part [50, 56) in the synchronize (6 µs sync), the
+    # rest [56, 62) launch (6 µs). Gap [65, 70): returned at 48, 58 <= 65: all 5 µs launch (before: sync). Gap
+    # [75, 82): its launch returned at 80, after the gap began (late): the host's. [75, 76) in the synchronize
+    # (1 µs sync); [76, 78) nothing (2 µs); [78, 80) the launch call, in the synchronize's echo (the GPU ran
+    # [48, 50) + [62, 65) + [70, 75) = 10 µs while it waited, 2 µs of eligible idle follow): 2 µs sync; [80, 82)
+    # nothing (2 µs). Idle 2 + 12 + 5 + 7 = 26 µs = sync 9 + launch 13 + nothing 4. Before the rule held: sync 20,
+    # cpu 2, nothing 4 (the synchronize took the GPU's gaps between kernels it already had).
+    dev = by_cause(Trace.from_rows(_queued_kernels_rows()))
+    assert dev["idle_ns"] == 26_000
+    assert dev["by_cause"] == {
+        "startup": 0,
+        "sync": 9_000,
+        "input": 0,
+        "launch": 13_000,
+        "cpu": 0,
+        "nothing": 4_000,
+        "queued": 0,
+    }
+    assert dev["queued_launch"] == {"count": 3, "idle_ns": 13_000}
+    assert dev["queued"] == {"count": 0, "idle_ns": 0}
+    assert dev["late_launch"] == {"count": 1, "idle_ns": 7_000}
+    # the gaps that begin in the synchronize with a host part ([50, 62) and [75, 82)): [65, 70) had its kernel
+    # queued since 48 µs, the queue did not drain
+    assert dev["after_sync"] == {"count": 2, "idle_ns": 19_000}
+    by_gap = {g["start_ns"]: g["by_cause"] for g in dev["largest"]}
+    assert (by_gap[50_000]["sync"], by_gap[50_000]["launch"]) == (6_000, 6_000)
+    assert (by_gap[65_000]["sync"], by_gap[65_000]["launch"]) == (0, 5_000)
+    assert (by_gap[40_000]["cpu"], by_gap[40_000]["launch"]) == (0, 2_000)
+    assert (by_gap[75_000]["sync"], by_gap[75_000]["nothing"], by_gap[75_000]["launch"]) == (3_000, 4_000, 0)
+    # the unexplained intervals are the host parts' only: [76, 78) and [80, 82)
+    busy = device_busy(Trace.from_rows(_queued_kernels_rows()))[0]
+    starts, ends = attribution.unexplained_intervals(Trace.from_rows(_queued_kernels_rows()), busy)
+    assert (list(starts), list(ends)) == ([76_000, 80_000], [78_000, 82_000])

@@ -6,9 +6,11 @@ Definitions (docs/analyses.md, "attribution"):
                       the processes owning the device's GPU rows, where known); else every host thread of those
                       processes; when those are unknown too, every host thread
     host categories = names.host_category: sync > input > launch > cpu (priority order)
-    split of a gap  = for each category c in priority order, the part of the gap covered by the union of the
-                      feeding threads' rows of category c and not by any earlier category; `nothing` = the
-                      rest. The parts sum exactly to the gap length, so the causes sum to idle_ns.
+    split of a gap  = for each category c in priority order, the part of the gap's host part covered by the union
+                      of the feeding threads' rows of category c and not by any earlier category; `nothing` = the
+                      rest of the host part; the gap's queued part (queued_parts.py: after its next op's launch
+                      call returned, + QUEUED_AFTER_NS) is `queued` for a graph launch's op, `launch` for an op
+                      launched one by one. The parts sum exactly to the gap length, so the causes sum to idle_ns.
     sync echo       = the idle a blocking call leaves behind it: while the host waited for W ns of GPU work it
                       queued nothing, so after the call returns, up to W ns of idle during which the thread ran
                       launch or cpu rows (work it could have queued while waiting) counts as `sync`, not
@@ -38,7 +40,6 @@ from .columns import (
     memo,
     thread_key,
 )
-from .graph_launches import graph_launches
 from .host_split import split_gaps
 from .kept_runs import kept_thread_runs
 from .late_launch import late_flags
@@ -46,6 +47,7 @@ from .launch import launch_pairs
 from .names import (
     CAUSES,
     HOST_CATEGORY_PRIORITY,
+    LAUNCH,
     QUEUED,
     STARTUP,
     SYNC,
@@ -53,6 +55,8 @@ from .names import (
     is_kernel_launch,
     is_sync_copy,
 )
+from .queued_parts import QUEUED_AFTER_NS as QUEUED_AFTER_NS  # (the rule's constant, read as attribution's)
+from .queued_parts import host_part_ends
 from .startup import host_categories, one_time_work
 from .thread_codes import THREAD_RUNS_SHARE, launched_threads, thread_run_heads
 from .topk import largest_first
@@ -407,45 +411,6 @@ def _late_launch(trace: Trace, busy: DeviceBusy) -> np.ndarray:
     )
 
 
-# A GPU starts an op it is handed within this long when it is free: the launch latencies (op start - call end) of
-# the recordings in fixtures/gpu are 1.2-2.2 µs at the median. Gap time later than this after a graph launch
-# returned, before one of its ops, in a gap that began with that op already handed over, is the GPU's own (`queued`).
-QUEUED_AFTER_NS = 10_000
-
-
-def _host_part_ends(trace: Trace, busy: DeviceBusy, late: np.ndarray) -> np.ndarray:
-    """Per gap [start, end): where its part the host can be blamed for ends. The gap's end, unless the op starting
-    there was launched by a CUDA/HIP graph launch that returned at L before the gap began (not ``late``): then
-    L + QUEUED_AFTER_NS, clipped to the gap. The rest of such a gap the GPU had the op, inside a replay the host had
-    handed over whole, and did not run it: no host activity (a synchronize waiting for the replay) explains it.
-    (Between ops launched one by one the GPU's gaps are longer, ~1.9 µs against ~0.26 µs inside a graph on the
-    fixtures' H200 pairs, and the launch remedy, CUDA graphs, shortens them: those stay the host's.)"""
-    gs, ge = busy.gap_starts, busy.gap_ends
-    pairs = launch_pairs(trace)
-    if gs.size == 0:
-        return ge
-    count, from_graph = graph_launches(event_columns(trace), pairs)
-    if count == 0:
-        return ge
-    on = np.flatnonzero(pairs["device"] == busy.device)
-    if on.size == 0 or not from_graph[on].any():
-        return ge
-    op_start = pairs[on]["start"]
-    order = np.argsort(
-        op_start, kind="stable"
-    )  # (ops that start together: in their given order, as late_flags)
-    at = np.minimum(intervals.search_sorted(op_start[order], ge, side="left"), order.size - 1)
-    op = on[order[at]]
-    del order, at
-    queued = from_graph[op] & ~late
-    if not queued.any():
-        return ge
-    returned = event_columns(trace).end[pairs["launch_row"][op[queued]]]
-    out = ge.copy()
-    out[queued] = np.clip(returned + QUEUED_AFTER_NS, gs[queued], ge[queued])
-    return out
-
-
 def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GAPS) -> dict[str, Any]:
     rows = host_rows(trace)
     threads, source = feeding_threads(trace, busy.device)
@@ -453,13 +418,16 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
     lengths = ge - gs
     top = largest_first(lengths, largest)
     late = _late_launch(trace, busy)
-    # A gap that began with its next op already handed over in a graph replay is the GPU's own once the GPU had time
-    # to start that op (QUEUED_AFTER_NS): that part is `queued`, not split among the host's categories (a host
-    # blocked in a synchronize during a graph replay's gaps is not what stalled them). The host's part of each gap
+    # A gap that began with its next op already handed over is not the host's once the GPU had time to start that op
+    # (QUEUED_AFTER_NS): not split among the host's categories (a host blocked in a synchronize while the GPU ran its
+    # queue is not what stalled it). That part is `queued` inside a graph replay, launch overhead's (`launch`) between
+    # ops launched one by one (CUDA graphs and fusion shorten the GPU's per-kernel gaps). The host's part of each gap
     # is [start, host_end): the whole gap for the others.
-    host_end = _host_part_ends(trace, busy, late)
-    queued_lengths = ge - host_end
-    split_at = np.flatnonzero(host_end > gs) if bool(queued_lengths.any()) else None
+    host_end, from_graph = host_part_ends(trace, busy, late)
+    ahead_lengths = ge - host_end
+    queued_lengths = np.where(from_graph, ahead_lengths, 0)
+    launched_lengths = ahead_lengths - queued_lengths
+    split_at = np.flatnonzero(host_end > gs) if bool(ahead_lengths.any()) else None
     if split_at is None:
         split = split_gaps(gs, ge, rows, threads, (busy.busy_starts, busy.busy_ends), top)
         top_rows = np.arange(top.size)
@@ -479,8 +447,10 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         in_sync_idle = int(lengths[split_at[split.starts_in_sync]].sum())
     # The gaps' `nothing` parts, which the diagnosis reads: kept (few intervals), not the threads' whole activity.
     memo(trace, _unexplained_key(busy.device), lambda: split.unexplained)
-    queued = queued_lengths > 0
-    queued_ns = int(queued_lengths.sum())
+    queued, queued_ns = queued_lengths > 0, int(queued_lengths.sum())
+    launched_ns = int(launched_lengths.sum())
+    totals = {c: int(split.totals[i]) for i, c in enumerate(CAUSES)}
+    totals[LAUNCH] += launched_ns
     return {
         "device": busy.device,
         "idle_ns": int(lengths.sum()),
@@ -491,26 +461,31 @@ def device_attribution(trace: Trace, busy: DeviceBusy, largest: int = LARGEST_GA
         ][:64],
         "feeding_thread_count": int(threads.size),
         "feeding_threads_from": source,
-        "by_cause": {**{c: int(split.totals[i]) for i, c in enumerate(CAUSES)}, QUEUED: queued_ns},
+        "by_cause": {**totals, QUEUED: queued_ns},
         "sync_copy_ns": split.sync_copy_ns,
         "after_sync": {"count": int(split.starts_in_sync.sum()), "idle_ns": in_sync_idle},
         "late_launch": {"count": int(late.sum()), "idle_ns": int(lengths[late].sum())},
         "queued": {"count": int(queued.sum()), "idle_ns": queued_ns},
+        # the part of by_cause.launch the GPU idled with its next op (launched one by one) already handed over
+        "queued_launch": {"count": int(np.count_nonzero(launched_lengths)), "idle_ns": launched_ns},
         "largest": [
             {
                 "start_ns": int(gs[i]),
                 "duration_ns": int(lengths[i]),
-                "by_cause": _gap_by_cause(split.chosen, int(top_rows[k]), int(queued_lengths[i])),
+                "by_cause": _gap_by_cause(
+                    split.chosen, int(top_rows[k]), int(queued_lengths[i]), int(launched_lengths[i])
+                ),
             }
             for k, i in enumerate(top)
         ],
     }
 
 
-def _gap_by_cause(chosen: np.ndarray, row: int, queued: int) -> dict[str, int]:
-    """One of the largest gaps' split: its host part's row of the host split (row -1: it has none), and its
-    `queued` part."""
+def _gap_by_cause(chosen: np.ndarray, row: int, queued: int, launched: int) -> dict[str, int]:
+    """One of the largest gaps' split: its host part's row of the host split (row -1: it has none), its `queued`
+    part, and its part before an op launched one by one the GPU already had (counted as `launch`)."""
     host = {c: (int(chosen[row, j]) if row >= 0 else 0) for j, c in enumerate(CAUSES)}
+    host[LAUNCH] += launched
     return {**host, QUEUED: queued}
 
 
@@ -543,8 +518,8 @@ def unexplained_intervals(trace: Trace, busy: DeviceBusy) -> tuple[np.ndarray, n
         chosen[threads] = True
         mine = chosen[rows.thread]
         activity = intervals.merge(rows.starts(mine), rows.ends(mine))
-        # the gaps' host parts (their `queued` rest is no host's)
-        host_end = _host_part_ends(trace, busy, _late_launch(trace, busy))
+        # the gaps' host parts (their rest, the GPU's queue, is no host activity's)
+        host_end, _ = host_part_ends(trace, busy, _late_launch(trace, busy))
         kept = host_end > busy.gap_starts
         return intervals.subtract(busy.gap_starts[kept], host_end[kept], *activity)
 

@@ -209,6 +209,7 @@ class AttributionDevice(TypedDict):
     after_sync: IdleGaps
     late_launch: IdleGaps
     queued: IdleGaps
+    queued_launch: IdleGaps
     largest: list[AttributedGap]
 
 

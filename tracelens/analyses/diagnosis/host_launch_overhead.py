@@ -1,6 +1,9 @@
 """host_launch_overhead: the GPU idles while its launching thread runs framework code or CUDA API calls.
 
-lost_ns = device-mean of ``attribution.devices[].by_cause.launch + by_cause.cpu``.
+lost_ns = device-mean of ``attribution.devices[].by_cause.launch + by_cause.cpu``. ``by_cause.launch`` holds the GPU's
+gaps before ops launched one by one that it already had (``queued_launch``, docs/analyses.md "Queued"): the sentence
+names them apart from the time the launching thread spent in API calls, and where they are most of the lost time the
+fix says so (``queued_kernels``): the host kept ahead, the per-kernel gaps are the GPU's.
 """
 
 from __future__ import annotations
@@ -41,6 +44,20 @@ FIXES = {
         "the whole step (or several steps with lax.scan) so that each dispatch carries more work.",
         "default": "Every GPU op already runs from CUDA graphs, yet the GPU waits on the host between replays: "
         "capture more work per graph or do less on the host between replays.",
+    },
+    # Most of the idle lies before ops the GPU already had (launched one by one, the host ahead of it): the host
+    # issued fast enough, each kernel launched on its own leaves a gap on the GPU.
+    "queued_kernels": {
+        "pytorch": "The GPU idles before work it already had queued (the host launched ahead of it): each kernel "
+        "or copy launched on its own leaves a gap on the GPU. Launch fewer, larger kernels: fuse them with torch.compile, "
+        "capture them in CUDA graphs (torch.compile(mode='reduce-overhead')), use fused/foreach optimizers, or "
+        "larger batches.",
+        "tensorflow": "The GPU idles between ops it already had queued: fuse them, tf.function(jit_compile=True) "
+        "(XLA), bigger batches.",
+        "jax": "The GPU idles between ops it already had queued: jit the whole step so that XLA fuses them, bigger "
+        "batches.",
+        "default": "The GPU idles before work it already had queued: launch fewer, larger kernels (fuse them, "
+        "CUDA graphs).",
     },
     "small_kernels": {
         "pytorch": "The host cannot issue kernels as fast as the GPU runs them (many tiny kernels): fuse them "
@@ -88,9 +105,16 @@ def remedy(
     idle_cpu: dict[str, int],
     small_count_share: float | None,
     ops_outside_graphs: int | None = None,
+    idle_queued_launch: dict[str, int] | None = None,
 ) -> str:
     if graphs_in_use:
         return "graphs_whole" if ops_outside_graphs == 0 else "graphs"
+    # (at least half of the launch and cpu idle before ops the GPU already had: the host was not the bottleneck)
+    if (
+        idle_queued_launch
+        and 2 * ctx.mean(idle_queued_launch) >= ctx.mean(idle_launch) + ctx.mean(idle_cpu) > 0
+    ):
+        return "queued_kernels"
     if ctx.mean(idle_cpu) >= ctx.mean(idle_launch) and (small_count_share or 0.0) < SMALL_KERNEL_COUNT_SHARE:
         return "host_code"
     return "small_kernels"
@@ -121,6 +145,10 @@ def evidence(ctx: Context) -> Evidence:
     graphs = launch.get("cuda_graphs") or {}
     small = launch.get("small_kernels") or {}
     idle_launch, idle_cpu = ctx.idle(LAUNCH), ctx.idle(CPU)
+    # the part of idle_launch before ops launched one by one the GPU already had (not the thread's API calls)
+    idle_queued = {
+        str(d): int((a.get("queued_launch") or {}).get("idle_ns", 0)) for d, a in ctx.attribution.items()
+    }
     ops_outside = None
     if graphs.get("in_use"):
         pairs_ops = launch.get("gpu_ops")
@@ -128,6 +156,7 @@ def evidence(ctx: Context) -> Evidence:
     ev: Evidence = {
         "idle_launch_by_device": idle_launch,
         "idle_cpu_by_device": idle_cpu,
+        "idle_queued_launch_by_device": idle_queued,
         "launch_latency_p50_ns": (launch.get("latency") or {}).get("p50_ns"),
         # no kernel ran (copies only): no share of kernel time or count to speak of
         "small_kernel_share": small.get("share") if small.get("total_kernel_ns") else None,
@@ -144,7 +173,13 @@ def evidence(ctx: Context) -> Evidence:
     }
     ev["feeding_threads_from"] = sorted({a["feeding_threads_from"] for a in ctx.attribution.values()})
     ev["remedy"] = remedy(
-        ctx, bool(graphs.get("in_use")), idle_launch, idle_cpu, small.get("count_share"), ops_outside
+        ctx,
+        bool(graphs.get("in_use")),
+        idle_launch,
+        idle_cpu,
+        small.get("count_share"),
+        ops_outside,
+        idle_queued,
     )
     # A Python tracer (torch.profiler's with_stack, JAX's python tracer) records every Python call, which slows
     # the host: the launch overhead it shows may be partly the profiler's own.
@@ -170,17 +205,22 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     launch, cpu = ev.get("idle_launch_by_device") or {}, ev.get("idle_cpu_by_device") or {}
     total = {d: launch.get(d, 0) + cpu.get(d, 0) for d in set(launch) | set(cpu)}
     device, idle = worst(total)
+    queued = int((ev.get("idle_queued_launch_by_device") or {}).get(device, 0))
     doing = [
         f"{what} ({fmt_ns(ns)})"
         for what, ns in (
             ("framework or Python code", cpu.get(device)),
-            ("CUDA API calls", launch.get(device)),
+            ("CUDA API calls", launch.get(device, 0) - queued),
         )
         if ns
     ]
     text = f"{gpu(device, len(total))} was idle {fmt_ns(idle)}"
     if doing:
         text += f" while {feeding(ev.get('feeding_threads_from'))} ran " + " and ".join(doing)
+    if queued:  # (no host activity of the launching thread's explains this part: named apart)
+        text += (f", and idle {fmt_ns(queued)}" if doing else "") + (
+            " before GPU work it already had queued (launched one by one, the launch calls had returned)"
+        )
     top_ops = ev.get("top_cpu_ops") or []
     if top_ops:
         text += f"; most host time in {quote(top_ops[0]['name'])}"
