@@ -200,11 +200,18 @@ def sync_devices_from_ops(parts: list[Part]) -> int:
 
     def one_device(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The keys whose ops all run on one device (sorted), and that device."""
-        pairs = np.unique(np.stack([keys, device]), axis=1)  # (key, device), distinct, by key
-        key, count = np.unique(pairs[0], return_counts=True)
-        single = count == 1
-        first = np.concatenate([[0], np.cumsum(count)[:-1]])
-        return key[single], pairs[1][first[single]]
+        # Arrow's hash aggregation, one pass: np.unique(axis=1) over the (key, device) pairs sorted every op
+        # (7.5 s of the x1512 export's 13.7 s load; this: ~0.2 s)
+        spread = (
+            pa.table({"key": keys, "device": device})
+            .group_by("key")
+            .aggregate([("device", "min"), ("device", "max")])
+        )
+        key = spread.column("key").to_numpy()
+        low, high = spread.column("device_min").to_numpy(), spread.column("device_max").to_numpy()
+        order = np.argsort(key)
+        single = (low == high)[order]
+        return key[order][single], low[order][single]
 
     # stream ids are per process: the key is (pid, stream) as one int64 (pid < 2^24, stream ids < 2^39 here)
     stream_key = pid * (1 << 39) + np.where((stream >= 0) & (stream < 1 << 39), stream, (1 << 39) - 1)
