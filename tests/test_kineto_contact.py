@@ -9,24 +9,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import tracelens
+from tests.kineto_events import complete_event as _x
+from tests.kineto_events import write_trace as _write
 from tracelens import run as runs
 from tracelens.ingest import kineto
 from tracelens.report import render
-
-
-def _x(cat: str, name: str, pid: int, tid: int, ts: float, dur: float, **args: Any) -> dict:
-    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
-
-def _write(tmp_path: Path, events: list[dict], **top: Any) -> Path:
-    path = tmp_path / "trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, **top}))
-    return path
 
 
 def _analyze(path: Path) -> tuple[dict, str]:
