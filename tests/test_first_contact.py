@@ -16,10 +16,10 @@ import pytest
 import test_xplane_helpers as pb
 
 import tracelens
+from tests.kineto_events import both_engines  # noqa: F401 (the "engine" fixture)
 from tests.kineto_events import complete_event as _x
 from tests.kineto_events import write_trace as _write
 from tracelens import run as runs
-from tracelens.ingest import kineto
 from tracelens.report import render
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -30,15 +30,6 @@ def _analyze(path: Path) -> dict:
     for fmt in ("terminal", "markdown"):
         assert render(doc, fmt)
     return json.loads(render(doc, "json"))
-
-
-@pytest.fixture(params=["native", "msgspec"])
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "msgspec":
-        monkeypatch.setattr(kineto, "_kineto_scan", None)
-    elif kineto._kineto_scan is None:
-        pytest.skip("native scanner not built")
-    return str(request.param)
 
 
 @pytest.mark.parametrize(

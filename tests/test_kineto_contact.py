@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import tracelens
+from tests.kineto_events import both_engines  # noqa: F401 (the "engine" fixture)
 from tests.kineto_events import complete_event as _x
 from tests.kineto_events import write_trace as _write
 from tracelens import run as runs
-from tracelens.ingest import kineto
 from tracelens.report import render
 
 
@@ -24,15 +24,6 @@ def _analyze(path: Path) -> tuple[dict, str]:
     """The JSON document, and the terminal and markdown texts."""
     doc = tracelens.analyze(tracelens.load(path))
     return json.loads(render(doc, "json")), render(doc, "terminal") + render(doc, "markdown")
-
-
-@pytest.fixture(params=["native", "msgspec"])
-def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "msgspec":
-        monkeypatch.setattr(kineto, "_kineto_scan", None)
-    elif kineto._kineto_scan is None:
-        pytest.skip("native scanner not built")
-    return str(request.param)
 
 
 def _cause(doc: dict, name: str) -> dict:
