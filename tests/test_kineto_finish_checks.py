@@ -5,13 +5,13 @@ where ops of two streams overlap, the reader's check runs)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from test_kineto_handmade import _stream_order_trace, fast_engine
 
 from tests.conftest import shared_params
+from tests.kineto_events import complete_event, write_trace
 from tracelens.ingest.kineto import reader, stream_order
 from tracelens.trace import KERNEL, MEMCPY, MEMSET, Trace
 
@@ -96,35 +96,15 @@ def test_a_late_end_clears_the_flag_and_is_cut(
 
 def test_equal_ends_keep_the_flag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # two kernels of one stream ending at the same time (the second starting later): nothing outlasts anything
-    def kernel(name: str, ts: int, dur: int, corr: int) -> dict:
-        args = {"device": 0, "stream": 7, "correlation": corr}
-        return {
-            "ph": "X",
-            "cat": "kernel",
-            "name": name,
-            "pid": 0,
-            "tid": 7,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-
-    events = [kernel("a", 100, 20, 1), kernel("b", 110, 10, 2)]
+    events = [
+        complete_event("kernel", name, 0, 7, ts, dur, device=0, stream=7, correlation=corr)
+        for name, ts, dur, corr in (("a", 100, 20, 1), ("b", 110, 10, 2))
+    ]
     events += [
-        {
-            "ph": "X",
-            "cat": "cuda_runtime",
-            "name": "cudaLaunchKernel",
-            "pid": 1,
-            "tid": 1,
-            "ts": ts,
-            "dur": 2,
-            "args": {"correlation": corr},
-        }
+        complete_event("cuda_runtime", "cudaLaunchKernel", 1, 1, ts, 2, correlation=corr)
         for ts, corr in ((90, 1), (95, 2))
     ]
-    path = tmp_path / "equal_ends.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    path = write_trace(tmp_path, events)
     _, flag, result = _read_with_flag(path, monkeypatch)
     assert flag
     assert not any("later op" in w for w in result.metadata.warnings)
