@@ -30,8 +30,8 @@ QUEUED_AFTER_NS = 10_000
 
 def host_part_ends(trace: Trace, busy: DeviceBusy, late: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(per gap [start, end): where its part the host's categories split ends; per gap: its next op came from a graph
-    launch). The part ends at the gap's end, unless the op starting there was
-    launched by a call that returned at L before the gap began (not ``late``): then at L + QUEUED_AFTER_NS, clipped to the gap. The rest of such a gap the
+    launch). The part ends at the gap's end, unless the op starting there was launched by a call that returned at L
+    before the gap began (not ``late``): then at L + QUEUED_AFTER_NS, clipped to the gap. The rest of such a gap the
     GPU had the op and did not run it: no host activity (a synchronize waiting for the queue) explains it. Where the
     op came from a graph launch that rest is ``queued``; where it was launched one by one, ``launch`` (the GPU's gaps
     between ops launched one by one are ~1.9 µs against ~0.26 µs inside a graph on the fixtures' H200 pairs: CUDA
