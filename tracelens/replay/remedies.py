@@ -249,7 +249,7 @@ class Context:
         out.flags.writeable = False
         return out
 
-    def _one_time_lag(self, also: np.ndarray | None = None) -> np.ndarray:
+    def one_time_lag(self, also: np.ndarray | None = None) -> np.ndarray:
         """Per host point, the one-time work in its lag (the startup section's rows; of a first API call holding
         one-time work, its excess over its name's later median, at the call's end), counted with the rows
         ``also`` (ascending) as one union on each thread: a first input wait that is one-time counts once."""
@@ -261,18 +261,11 @@ class Context:
         out[g.call_end] += np.maximum(one_time.excess_ns(g.call_row), 0)
         return out
 
-    @cached_property
-    def one_time_overlap(self) -> np.ndarray:
-        """:meth:`_one_time_lag`: what the startup remedy removes (computed once; read only)."""
-        out = self._one_time_lag()
-        out.flags.writeable = False
-        return out
-
     def kept_by_graphs(self) -> np.ndarray:
         """Per host point, the lag a CUDA graph capture keeps: input waits (a graph does not load data) and
         one-time work (autotuning, module loads, first allocations: a graph is captured after the warm-up, which
         it does not shorten), as one union."""
-        return self._one_time_lag(self.input_rows) if self.has_input_waits else self.one_time_overlap
+        return self.one_time_lag(self.input_rows if self.has_input_waits else None)
 
     # the synchronization and memcpy remedies' calls (:func:`_blocking_calls`), found once for both
     blocking_calls = cached_property(lambda self: _blocking_calls(self))
@@ -522,7 +515,9 @@ def startup(ctx: Context) -> tuple[Graph | None, str]:
     one_time = one_time_work(ctx.trace)
     if not one_time.rows.size and not one_time.first_api_rows.size:
         return None, ""
-    removed = ctx.one_time_overlap
+    # made for each remedy that reads it, not held by the context: a point-sized int64 (160 MiB at the x1000 export's
+    # 20M points) kept beside the other remedies' replays
+    removed = ctx.one_time_lag()
     lag = np.maximum(g.lag - removed, 0)
     # a launching call's one-time time (a module load before the enqueue) delayed its ops by as much
     edge_lag = g.edge_lag
