@@ -82,30 +82,38 @@ def test_graph_capture_does_not_remove_one_time_work(tmp_path: Path, engine: str
     assert 0 < cause["predicted_gain_ns"] <= span_ns - 50_000_000
 
 
+def _htod_copies(call: str, device: int, call_args: dict, copy_args: dict) -> list[dict]:
+    """100 host-to-device copies of 40 µs on ``device`` (pid ``device``, stream 0), every 100 µs, each launched by
+    a 60 µs ``call`` on thread 10 of process 10 (correlation ids 1-100)."""
+    events = []
+    for i in range(1, 101):
+        t = i * 100
+        events.append(_x("cuda_runtime", call, 10, 10, t, 60, correlation=i, **call_args))
+        events.append(
+            _x(
+                "gpu_memcpy",
+                "Memcpy HtoD (Host -> Device)",
+                device,
+                0,
+                t + 10,
+                40,
+                correlation=i,
+                device=device,
+                stream=0,
+                **copy_args,
+            )
+        )
+    return events
+
+
 def test_rocm_copies_without_bytes_are_not_zero_bytes(tmp_path: Path, engine: str) -> None:
     """ROCm 6.2's Kineto (the real MI250 trace) writes its copies as `gpu_memcpy` rows without `bytes` (the size
     is only a string arg of the `hipMemcpyWithStream` call). Those copies were "2 HtoD copies of 0 B" and the
     summary "copied 0 B": their size is unknown, and now says so (summary.memcpy_bytes null, "of unknown
     size")."""
-    events = []
-    for i in range(1, 101):
-        t = i * 100
-        events.append(
-            _x("cuda_runtime", "hipMemcpyWithStream", 10, 10, t, 60, correlation=i, size="2560", kind="1")
-        )
-        events.append(
-            _x(
-                "gpu_memcpy",
-                "Memcpy HtoD (Host -> Device)",
-                2,
-                0,
-                t + 10,
-                40,
-                correlation=i,
-                device=2,
-                stream=0,
-            )
-        )
+    events = _htod_copies(
+        "hipMemcpyWithStream", device=2, call_args={"size": "2560", "kind": "1"}, copy_args={}
+    )
     doc, text = _analyze(_write(tmp_path, events))
     copies = [e for e in events if e.get("cat") == "gpu_memcpy"]
     assert not any("bytes" in e["args"] for e in copies)
@@ -132,24 +140,7 @@ def test_amd_gpu_gets_no_nvidia_pcie_generation(tmp_path: Path, engine: str) -> 
         "warpSize": 64,
         "totalGlobalMem": 68702699520,
     }
-    events = []
-    for i in range(1, 101):
-        t = i * 100
-        events.append(_x("cuda_runtime", "hipMemcpyAsync", 10, 10, t, 60, correlation=i))
-        events.append(
-            _x(
-                "gpu_memcpy",
-                "Memcpy HtoD (Host -> Device)",
-                0,
-                0,
-                t + 10,
-                40,
-                correlation=i,
-                device=0,
-                stream=0,
-                bytes=1 << 20,
-            )
-        )
+    events = _htod_copies("hipMemcpyAsync", device=0, call_args={}, copy_args={"bytes": 1 << 20})
     doc, _ = _analyze(_write(tmp_path, events, deviceProperties=[props]))
     assert doc["devices"][0]["name"] == "AMD Radeon Graphics"
     (device,) = doc["memcpy"]["per_device"]
