@@ -14,6 +14,7 @@ from test_kineto import absolute_ns, gpu_events_by_device, union_length
 
 import tracelens
 from tests.conftest import SHARED_TRACES
+from tests.kineto_events import complete_event
 from tracelens.cli import main
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -436,32 +437,6 @@ def _stream_order_trace(path: Path) -> Path:
     k1 and k2 on another stream (a real overlap: left alone). Stream 9 runs a [300, 320] and b [315, 330]: b
     starts before a ends but ends after it (programmatic dependent launch): left alone. Host: one launch per op."""
 
-    def gpu(name: str, ts: int, dur: int, stream: int, corr: int) -> dict:
-        args = {"device": 0, "stream": stream, "correlation": corr}
-        return {
-            "ph": "X",
-            "cat": "kernel",
-            "name": name,
-            "pid": 0,
-            "tid": stream,
-            "ts": ts,
-            "dur": dur,
-            "args": args,
-        }
-
-    def launch(ts: int, corr: int) -> dict:
-        args = {"correlation": corr}
-        return {
-            "ph": "X",
-            "cat": "cuda_runtime",
-            "name": "cudaLaunchKernel",
-            "pid": 1,
-            "tid": 1,
-            "ts": ts,
-            "dur": 2,
-            "args": args,
-        }
-
     ops = [
         ("k0", 100, 3_400_000, 7),
         ("k1", 120, 10, 7),
@@ -470,8 +445,14 @@ def _stream_order_trace(path: Path) -> Path:
         ("a", 300, 20, 9),
         ("b", 315, 15, 9),
     ]
-    events = [gpu(n, ts, dur, stream, i + 1) for i, (n, ts, dur, stream) in enumerate(ops)]
-    events += [launch(ts - 5, i + 1) for i, (_, ts, _, _) in enumerate(ops)]
+    events = [
+        complete_event("kernel", n, 0, stream, ts, dur, device=0, stream=stream, correlation=i + 1)
+        for i, (n, ts, dur, stream) in enumerate(ops)
+    ]
+    events += [
+        complete_event("cuda_runtime", "cudaLaunchKernel", 1, 1, ts - 5, 2, correlation=i + 1)
+        for i, (_, ts, _, _) in enumerate(ops)
+    ]
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     return path
 
