@@ -6,10 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracelens import enrich
+from tracelens import values as value_helpers
 from tracelens.trace import KERNEL, SparseColumn, Trace
 
 GEOMETRY = enrich._GEOMETRY
@@ -70,6 +72,16 @@ def test_one_kernel_and_ties() -> None:
     # negative values (a column coded as its values less a negative minimum)
     c = {**one, "registers_per_thread": -5, "grid_x": -(2**31)}
     _assert_same_configurations(_trace([c, one, c, a]))
+
+
+def test_geometries_numbered_without_the_compiled_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The geometries' first launches found by the running maximum where the compiled hash pass (which gives them
+    with the numbers: values.first_seen_rows) is not built: the same configurations."""
+    monkeypatch.setattr(value_helpers, "_compiled", None)
+    one = {name: 1 for name in GEOMETRY}
+    a = {**one, "block_x": 2}
+    b = {**one, "block_y": 2, "grid_x": 7}
+    _assert_same_configurations(_trace([one, a, b, a, one, b]))
 
 
 def test_many_distinct_values_renumber_the_key() -> None:

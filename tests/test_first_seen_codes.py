@@ -78,3 +78,22 @@ def test_many_distinct_keys_grow_the_table() -> None:
     ):
         pool = rng.integers(-(2**62), 2**62, distinct_count).astype(dtype)
         _same(pool[rng.integers(0, distinct_count, 200_000)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(INTS, st.sampled_from([np.int64, np.int32, np.int16]))
+def test_first_seen_rows_are_each_codes_first_row(values: list[int], dtype: type) -> None:
+    """values.first_seen_rows (enrich's launch numbering): pd.factorize's codes, and each code's first row as
+    np.unique's return_index gives it (put in first-seen order); None without the compiled pass or for int16."""
+    info = np.iinfo(dtype)
+    array = np.array([min(max(v, info.min), info.max) for v in values], dtype)
+    found = V.first_seen_rows(array)
+    if V._compiled is None or dtype == np.int16:
+        assert found is None
+        return
+    assert found is not None
+    codes, first_rows = found
+    want_codes, _ = pd.factorize(array)
+    assert codes.dtype == np.intp and codes.tolist() == want_codes.tolist()
+    _, first_index = np.unique(array, return_index=True)
+    assert first_rows.tolist() == sorted(first_index.tolist())

@@ -18,7 +18,7 @@ from .arrow_read import arrow_numpy
 from .intervals import search_sorted
 from .occupancy_calc import LimitsUnavailable
 from .trace import KERNEL, SparseColumn, Trace, numpy_array
-from .values import first_seen_codes
+from .values import first_seen_codes, first_seen_rows
 
 
 def enrich(trace: Trace) -> Trace:
@@ -289,9 +289,16 @@ def _numbered_by_geometry(trace: Trace, kernels: _Rows) -> tuple[np.ndarray, lis
         key += values
         lows = lows * count + low
         span *= count
-    geometry, _ = first_seen_codes(np.zeros(kernels.rows.size, np.int64) if key is None else _less(key, lows))
+    key = np.zeros(kernels.rows.size, np.int64) if key is None else _less(key, lows)
+    # each launch's geometry number and each geometry's first launch: the compiled hash pass finds both at once
+    # (no running maximum over the launches' numbers to find the first ones again)
+    found = first_seen_rows(key) if key.size else None
+    if found is None:
+        geometry, _ = first_seen_codes(key)
+        geometry_first = _first_rows(geometry)
+    else:
+        geometry, geometry_first = found
     del key
-    geometry_first = _first_rows(geometry)
     inputs = _calculator_inputs(_Picked(raw, geometry_first))
     numbered = _numbered_by_mixed_key(inputs)
     if numbered is None:

@@ -72,6 +72,18 @@ def first_seen_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return codes, ordered[head][by_first]
 
 
+def first_seen_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`first_seen_codes`' codes of a one-dimensional int32 or int64 array, and the row where each code first
+    appears (ascending), from the compiled hash pass, which finds both in its one pass; None where it is not built."""
+    if _compiled is None or values.dtype.kind not in "iu" or values.dtype.itemsize not in (4, 8):
+        return None
+    keys = _hash_keys(values)
+    codes = np.empty(values.size, np.int64)
+    first_rows = np.empty(values.size, np.int64)
+    count = _compiled.first_seen(keys, codes, first_rows)
+    return codes.view(np.intp), first_rows[:count]
+
+
 def _hash_keys(values: np.ndarray) -> np.ndarray | None:
     """``values`` as the int32 or int64 keys of the compiled hash pass, equal exactly where the values are (a float
     by its bits, -0.0 made 0.0 first; NaN is not passed); None for other dtypes (strings, dates)."""
