@@ -208,3 +208,20 @@ def test_the_compiled_pass_refuses_codes_outside_its_tables() -> None:
                 np.empty(1, np.uint8),
                 np.zeros(1, bool),
             )
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(_event(), min_size=1, max_size=40))
+def test_the_compiled_pass_clamps_int32_durations_as_int64_ones(events: list[dict]) -> None:
+    # the durations of the row chunks are int32 (row_chunks.NARROW_KEYS): clamped in place, as the int64 ones
+    if getattr(named_kinds.scanner(), "name_kinds", None) is None:
+        pytest.skip("the native scanner was not built")
+    wide = _block(events)
+    narrow = _block(events)
+    narrow["duration"] = narrow["duration"].astype(np.int32)
+    written = narrow["duration"]
+    wide, narrow = ready_block(wide, NameFlags()), ready_block(narrow, NameFlags())
+    assert narrow["duration"] is written  # (in place: no int64 copy, the chunk's slice kept)
+    np.testing.assert_array_equal(narrow["duration"].astype(np.int64), wide["duration"])
+    for key in ("kind", "kind_valid", "launch_names"):
+        np.testing.assert_array_equal(narrow[key], wide[key], err_msg=key)

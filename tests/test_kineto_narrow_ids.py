@@ -1,4 +1,5 @@
-"""The ids the reader's row chunks hold as int32 (row_chunks.NARROW_KEYS: pid, tid, correlation and external id):
+"""The ids the reader's row chunks hold as int32 (row_chunks.NARROW_KEYS: pid, tid, correlation, external id and
+the duration):
 the scanner's prepare pass writing them as int32 (``_kineto_scan.prepare_scanned``, ``fits`` False where one does
 not fit) against the int64 pass, a block whose ids do not fit read as int64, the table build's widening
 (``take_widened``, ``Appended.pop_taken``, ``rows_with_bit`` of int32 values) against numpy's take, the rest's
@@ -113,6 +114,36 @@ def test_int32_id_columns_equal_the_int64_pass_where_every_id_fits(picked: list[
         np.testing.assert_array_equal(g, w)
 
 
+# durations (us): within int32 ns, at its edges (2147483.647 us = INT32_MAX ns), beyond it, negative, off the timeline
+DURATIONS = st.sampled_from(
+    [1.5, 0.0, -2.0, 2147483.647, 2147483.648, -2147483.648, -2147483.649, 3e6, 1e300]
+)
+
+
+@needs_scanner
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(CATEGORIES), DURATIONS), min_size=1, max_size=25), st.booleans())
+def test_an_int32_duration_column_equals_the_int64_pass_where_every_duration_fits(
+    picked: list[tuple[str, float]], named: bool
+) -> None:
+    events = [{**_event(i, cat, 1, 2, 7, 8), "dur": dur} for i, (cat, dur) in enumerate(picked)]
+    scanned = _scanned(events)
+    sources = native._sources(scanned)
+    module = native.scanner()
+    wide = _columns(scanned, narrow=False)
+    want = module.prepare_scanned(*sources, wide, _names(scanned) if named else None)
+    narrow = _columns(scanned, narrow=True)
+    got = module.prepare_scanned(*sources, narrow, _names(scanned) if named else None)
+    assert want[3] == 0 and got[:3] == want[:3]  # (int64 columns hold every value; the flags the same)
+    at = [key for key, _, _ in native._PREPARED].index("duration")
+    durations = wide[at].tolist()  # (clamped at 0 where the names' steps ran: then no negative misfits)
+    fits = all(INT32.min <= v <= INT32.max for v in durations)
+    assert got[3] == (0 if fits else native._NARROW_BIT["duration"])
+    assert narrow[at].dtype == np.int32
+    if fits:
+        np.testing.assert_array_equal(narrow[at].astype(np.int64), wide[at])
+
+
 def _block_columns_equal(got: dict[str, Any], want: dict[str, Any]) -> None:
     assert got.keys() == want.keys()
     for key, value in want.items():
@@ -225,11 +256,14 @@ def test_the_rests_ids_go_into_int32_slots_only_where_they_fit() -> None:
     assert chunks.taken("tid", fitting, slot).dtype == np.int64
 
 
-def _trace(path: Path, huge_at: set[int], events: int = 3000) -> Path:
+def _trace(path: Path, huge_at: set[int], events: int = 3000, long_at: frozenset[int] = frozenset()) -> Path:
     rows = []
     for i in range(events):
         tid: Any = 2**40 + i if i in huge_at else 1 + i % 4
         rows.append(_event(i, CATEGORIES[i % len(CATEGORIES)], 1, tid, 1000 + i // 2, 50 + i))
+        # a duration beyond int32 ns (3 s), or (odd positions) one just beyond: 2147483.648 us
+        if i in long_at:
+            rows[-1]["dur"] = 3e6 if i % 2 == 0 else 2147483.648
     text = json.dumps({"traceEvents": rows}, indent=1).replace("\n {", "\n  {").replace("\n }", "\n  }")
     with gzip.open(path, "wt") as out:
         out.write(text)
@@ -266,3 +300,29 @@ def test_a_read_with_int32_chunks_gives_the_table_of_one_without(
         "external_id": pa.int32(),
     }
     assert all(without.store.columns[c].type == pa.int64() for c in stored)  # (no chunks: int64 blocks)
+
+
+@needs_scanner
+@pytest.mark.parametrize(
+    "long_at", [frozenset(), frozenset({1500}), frozenset({0, 2999}), frozenset({7, 1501})]
+)
+def test_a_read_with_durations_beyond_int32_gives_the_table_of_one_without(
+    long_at: frozenset[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # int32 duration slots (row_chunks.NARROW_KEYS): a block with a duration beyond int32 ns written as int64, the
+    # next blocks' slots int64; the ends the same as a read without chunks and msgspec's
+    path = _trace(tmp_path / "t.json.gz", set(), long_at=long_at)
+    without = load(path, engine="native")
+    assert without.events.equals(load(path, engine="msgspec").events)
+    monkeypatch.setattr(row_chunks, "MIN_JSON_BYTES", 0)
+    from tracelens.ingest.kineto import reader
+
+    monkeypatch.setattr(reader, "BLOCK_BYTES", 32 * 1024)  # many blocks
+    monkeypatch.setattr(reader, "MIN_BLOCK_BYTES", 32 * 1024)
+    monkeypatch.setattr(reader, "thread_budget", lambda: 2)  # one scan worker beside this thread (gzip)
+    with_chunks = load(path, engine="native")
+    assert with_chunks.events.equals(without.events)
+    ends = with_chunks.store.numpy("end_ns") - with_chunks.store.numpy("start_ns")
+    long_ends = ends > INT32.max
+    assert int(np.count_nonzero(long_ends)) == len(long_at)  # (and each such row's end is its start + dur)
+    assert set(ends[long_ends].tolist()) <= {3_000_000_000, 2_147_483_648}

@@ -3054,7 +3054,7 @@ static const int NK_WRITTEN[N_NK] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1};
 
 static PyObject *name_kinds_py(PyObject *module, PyObject *args) {
     Py_buffer views[N_NK];
-    int held = 0, bad = 0;
+    int held = 0, bad = 0, narrow_duration = 0;
     Py_ssize_t n = 0, names = 0, kinds = 0;
     PyObject *result = NULL;
     (void)module;
@@ -3070,7 +3070,10 @@ static PyObject *name_kinds_py(PyObject *module, PyObject *args) {
     n = views[NK_KIND].len;
     names = views[NK_LAUNCH_NAMES].len;
     kinds = views[NK_STEP_KIND].len;
+    /* duration: int64, or int32 (the reader's row chunks hold it so) */
+    narrow_duration = n > 0 && views[NK_DURATION].len == n * 4;
     for (int k = 0; k < N_NK; k++) {
+        if (k == NK_DURATION && narrow_duration) continue;
         if (NK_ITEM[k] != 0 && views[k].len != n * NK_ITEM[k]) {
             PyErr_Format(PyExc_ValueError, "name_kinds: buffer %d holds %zd bytes, not %zd", k, views[k].len,
                          n * NK_ITEM[k]);
@@ -3092,6 +3095,7 @@ static PyObject *name_kinds_py(PyObject *module, PyObject *args) {
                             *external_valid = views[NK_EXTERNAL_VALID].buf;
         const int8_t *step_kind = views[NK_STEP_KIND].buf, *driver_kind = views[NK_DRIVER_KIND].buf;
         int64_t *duration = views[NK_DURATION].buf;
+        int32_t *duration32 = narrow_duration ? views[NK_DURATION].buf : NULL;
         unsigned char *kind_valid = views[NK_KIND_VALID].buf, *launch_names = views[NK_LAUNCH_NAMES].buf;
         for (Py_ssize_t i = 0; i < n; i++) {
             int k = kind[i];
@@ -3113,7 +3117,9 @@ static PyObject *name_kinds_py(PyObject *module, PyObject *args) {
             if (launch_side[k] && c >= 0) launch_names[c] = 1;
             kind_valid[i] = (unsigned char)(k | (pid_valid[i] != 0) << 4 | (tid_valid[i] != 0) << 5 |
                                             (correlation_valid[i] != 0) << 6 | (external_valid[i] != 0) << 7);
-            if (duration[i] < 0) duration[i] = 0;
+            if (duration32 != NULL) {
+                if (duration32[i] < 0) duration32[i] = 0;
+            } else if (duration[i] < 0) duration[i] = 0;
         }
     }
     Py_END_ALLOW_THREADS
@@ -3210,10 +3216,11 @@ static inline ALWAYS_INLINE int is_launch(const Inputs *x, Py_ssize_t i, int fla
 }
 
 /* The id columns prepare_scanned may write as int32 (the reader's row chunks hold them so where every value of the
- * trace fits: 4 bytes a row each instead of 8, the pages of ~25 MB fewer at the 406 MB Kineto tile): a bit per
- * column (0: int64 only). */
+ * trace fits: 4 bytes a row each instead of 8, the pages of ~25 MB fewer at the 406 MB Kineto tile), and the
+ * duration (int64 ns, but up to 2.1 s fits: ~6 MB fewer there): a bit per column (0: int64 only). */
 static inline unsigned narrow_id(int k) {
-    return k == P_PID ? 1u : k == P_TID ? 2u : k == P_CORRELATION ? 4u : k == P_EXTERNAL_ID ? 8u : 0u;
+    return k == P_PID ? 1u : k == P_TID ? 2u : k == P_CORRELATION ? 4u : k == P_EXTERNAL_ID ? 8u
+         : k == P_DURATION ? 16u : 0u;
 }
 
 /* An id's int64 data (id_parts) stored in its column, int32 where `narrow` (its narrow_id bit; that bit set in
@@ -3319,8 +3326,9 @@ static const int PN_WRITTEN[N_PN] = {0, 0, 0, 0, 1, 1};
  * `columns`: N_PREPARED writable buffers sized by prepared_sizes. With `names` (PN_*), also the block that
  * named_kinds.ready_block then makes of it, in that same pass (the kinds the names change, kind_valid,
  * launch_names, durations clamped at 0): one pass over the rows instead of two. The pid, tid, correlation and
- * external id columns may be int32 (narrow_id). Returns (pid_exact, tid_exact, nested, misfit): misfit, the
- * narrow_id bits (pid 1, tid 2, correlation 4, external id 8) of the int32 columns given a value they cannot hold
+ * external id and duration columns may be int32 (narrow_id). Returns (pid_exact, tid_exact, nested, misfit):
+ * misfit, the narrow_id bits (pid 1, tid 2, correlation 4, external id 8, duration 16) of the int32 columns given a
+ * value they cannot hold
  * (their other values are written, those truncated); 0 where all fit. */
 static inline ALWAYS_INLINE PyObject *prepare_scanned_body(PyObject *module, PyObject *args) {
     PyObject *floats, *codes, *sparse_rows_object, *sparse_floats_object, *table_object, *flags_object, *columns;
@@ -3392,13 +3400,14 @@ static inline ALWAYS_INLINE PyObject *prepare_scanned_body(PyObject *module, PyO
         const double *sparse = in->in[IN_SPARSE_FLOATS].buf;
         int8_t *kind = out[P_KIND];
         int32_t *names = out[P_NAME], *gpu_sync = out[P_GPU_SYNC_KIND];
-        int64_t *start = out[P_START], *duration = out[P_DURATION], *gpu_rows = out[P_GPU_ROWS],
-                *launch_rows = out[P_LAUNCH_ROWS];
+        int64_t *start = out[P_START], *gpu_rows = out[P_GPU_ROWS], *launch_rows = out[P_LAUNCH_ROWS];
+        void *duration_data = out[P_DURATION];
         void *pid_data = out[P_PID], *tid_data = out[P_TID], *correlation_data = out[P_CORRELATION],
              *external_data = out[P_EXTERNAL_ID];
         const unsigned pid_narrow = narrow & narrow_id(P_PID), tid_narrow = narrow & narrow_id(P_TID),
                        correlation_narrow = narrow & narrow_id(P_CORRELATION),
-                       external_narrow = narrow & narrow_id(P_EXTERNAL_ID);
+                       external_narrow = narrow & narrow_id(P_EXTERNAL_ID),
+                       duration_narrow = narrow & narrow_id(P_DURATION);
         int64_t id_value;
         unsigned char *pid_valid = out[P_PID_VALID], *tid_valid = out[P_TID_VALID],
                       *correlation_valid = out[P_CORRELATION_VALID], *external_valid = out[P_EXTERNAL_ID_VALID];
@@ -3425,7 +3434,7 @@ static inline ALWAYS_INLINE PyObject *prepare_scanned_body(PyObject *module, PyO
                     ? in->n_table - 1 : ((const int32_t *)in->in[IN_CODES + S_CAT].buf)[i]];
             names[i] = name[i];
             start[i] = us_to_ns(ts[i], max_time_us);
-            duration[i] = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
+            int64_t duration = fabs(d) < max_time_us ? (int64_t)rint(d * 1000.0) : 0;
             nested |= (flags & KIND_NESTED) && !isnan(t);
             pid_exact &= id_parts(p, &id_value, &pid_valid[i]);
             STORE_ID(pid_data, pid_narrow, i, id_value, misfit);
@@ -3457,8 +3466,9 @@ static inline ALWAYS_INLINE PyObject *prepare_scanned_body(PyObject *module, PyO
                 ((unsigned char *)name_views[PN_KIND_VALID].buf)[i] =
                     (unsigned char)(k | (pid_valid[i] != 0) << 4 | (tid_valid[i] != 0) << 5 |
                                     (correlation_valid[i] != 0) << 6 | (external_valid[i] != 0) << 7);
-                if (duration[i] < 0) duration[i] = 0;
+                if (duration < 0) duration = 0;
             }
+            STORE_ID(duration_data, duration_narrow, i, duration, misfit);
             if (flags & KIND_NOT_HOST) {
                 if (n_gpu == want_gpu) {
                     failed = 1;
@@ -3686,8 +3696,8 @@ static PyMethodDef methods[] = {
      "prepare_scanned(floats, codes, sparse_rows, sparse_floats, kind_table, kind_flags, max_time_us, columns\n"
      "                [, names]) -> (pid_exact, tid_exact, nested, misfit)\n\n"
      "scan_events' columns made the reader's prepared block in one pass (kineto/native.py), written into\n"
-     "columns (writable buffers of the sizes prepared_sizes gives; the pid, tid, correlation and external id\n"
-     "columns int64 or int32, misfit the bits 1, 2, 4, 8 of the int32 ones given a value they cannot hold,\n"
+     "columns (writable buffers of the sizes prepared_sizes gives; the pid, tid, correlation, external id and\n"
+     "duration columns int64 or int32, misfit the bits 1, 2, 4, 8, 16 of the int32 ones given a value they cannot hold,\n"
      "in that order); with names (name_bits,\n"
      "step_kind, driver_kind, launch_side, kind_valid, launch_names), name_kinds' steps in the same pass."},
     {"name_kinds", name_kinds_py, METH_VARARGS,
@@ -3695,7 +3705,7 @@ static PyMethodDef methods[] = {
      "           correlation_valid, external_valid, duration, kind_valid, launch_names) -> None\n\n"
      "The steps a prepared block's names decide (kineto/named_kinds.py) in one pass: kind set in place from\n"
      "each row's name bits (1: a step marker, 2: a driver call; the last entry for rows without a name),\n"
-     "kind_valid and launch_names written, duration clamped at 0 in place."},
+     "kind_valid and launch_names written, duration (int64 or int32) clamped at 0 in place."},
     {"prepare_rows", prepare_rows_py, METH_VARARGS,
      "prepare_rows(kind, ts, dur, pid, tid, correlation, external_id, kind_flags, start, duration, pid_data,\n"
      "             pid_valid, tid_data, tid_valid, correlation_data, correlation_valid, external_data,\n"

@@ -35,6 +35,10 @@ class Interner:
 
     def merge(self, codes: np.ndarray, uniques: list[str]) -> np.ndarray:
         """A block's local codes as global codes."""
+        if not uniques and codes.dtype == np.int32:
+            # no strings: every code is -1 (missing) already (most blocks' op texts and sync kinds; ~9 calls a
+            # block on the inflating thread, each a lookup table and a gather)
+            return codes
         return np.take(self.mapping(uniques), codes)  # -1 (missing) takes the trailing -1
 
     def mapping(self, uniques: list[str]) -> np.ndarray:

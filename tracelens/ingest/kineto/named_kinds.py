@@ -127,8 +127,12 @@ def _native_name_kinds(block: dict[str, Any], native: Any, codes: np.ndarray, na
     kind = block["kind"]
     if kind.dtype != np.int8 or not kind.flags.writeable or not kind.flags.c_contiguous:
         kind = block["kind"] = np.array(kind, dtype=np.int8)
-    duration = block["duration"]
-    if duration.dtype != np.int64 or not duration.flags.writeable or not duration.flags.c_contiguous:
+    duration = block["duration"]  # (int32 in the row chunks: row_chunks.NARROW_KEYS)
+    if (
+        duration.dtype not in (np.int64, np.int32)
+        or not duration.flags.writeable
+        or not duration.flags.c_contiguous
+    ):
         duration = block["duration"] = np.array(duration, dtype=np.int64)
     kind_valid = np.empty(kind.size, dtype=np.uint8)
     launch_names = np.zeros(name_bits.size - 1, dtype=bool)

@@ -276,13 +276,14 @@ _PREPARED = (
 )
 
 
-# prepare_scanned's bit of each id column it may write as int32 (_kineto_scan.c narrow_id), in its misfit result.
-_NARROW_BIT = {"pid": 1, "tid": 2, "correlation": 4, "external_id": 8}
+# prepare_scanned's bit of each column it may write as int32 (_kineto_scan.c narrow_id: the ids and the duration), in
+# its misfit result.
+_NARROW_BIT = {"pid": 1, "tid": 2, "correlation": 4, "external_id": 8, "duration": 16}
 if set(_NARROW_BIT) != row_chunks.NARROW_KEYS:  # pragma: no cover - a guard for whoever changes either
-    raise ImportError("the scanner's int32 id columns are not row_chunks.NARROW_KEYS")
+    raise ImportError("the scanner's int32 columns are not row_chunks.NARROW_KEYS")
 
-# The prepared columns the reader keeps in the row chunks (row_chunks.py): the int64 row columns (the ids as int32:
-# row_chunks.NARROW_KEYS), and the GPU rows' and launches' float fields, which the table build reads joined (not
+# The prepared columns the reader keeps in the row chunks (row_chunks.py): the int64 row columns (the ids and the
+# duration as int32: row_chunks.NARROW_KEYS), and the GPU rows' and launches' float fields, which the table build reads joined (not
 # the block's codes, validities or row numbers, which it maps, drops or shifts per block).
 CHUNK_SLOTS: tuple[row_chunks.Slot, ...] = tuple(
     (key, np.int32 if key in row_chunks.NARROW_KEYS else dtype, per, 3 if key in ("grid", "block") else 1)
@@ -363,8 +364,8 @@ def _prepared_columns(scanned: dict[str, Any], flags: NameFlags | None = None) -
             np.zeros(len(scanned["names"]), dtype=bool),  # launch_names
         )
     pid_exact, tid_exact, nested, misfit = module.prepare_scanned(*sources, tuple(made.values()), names)
-    # ids their int32 slots cannot hold: those columns as int64 arrays (the block's pass again), and the read's next
-    # blocks take int64 slots for them (a trace's ids beyond int32: the pass again for a block or two)
+    # ids (or durations) their int32 slots cannot hold: those columns as int64 arrays (the block's pass again), and
+    # the read's next blocks take int64 slots for them (a trace's ids beyond int32: the pass again for a block or two)
     if misfit:
         wide = [key for key, bit in _NARROW_BIT.items() if misfit & bit]
         if chunks is not None:

@@ -31,11 +31,12 @@ import numpy as np
 CHUNKED_KEYS = frozenset(("start", "duration", "pid", "tid", "correlation", "external_id"))
 # Of them, the ids the reader's slots hold as int32 (native.CHUNK_SLOTS): Kineto's pids, tids, correlation and
 # external ids fit, and a row chunk is a fresh page per 1,024 rows instead of 512 (~6K fewer page faults at the
-# 406 MB tile, ~1.5 us each on a ballooned VM: benchmarks/results/kcol18.md). A block with an id beyond int32
-# writes that column as an int64 array of its own, and the read's next blocks take int64 slots for it
-# (RowChunks.widen); the table build widens the joined ids (a view, or a copy where blocks differ) as it puts
-# them in table order (Appended.pop_taken).
-NARROW_KEYS = frozenset(("pid", "tid", "correlation", "external_id"))
+# 406 MB tile, ~1.5 us each on a ballooned VM: benchmarks/results/kcol18.md). So do the durations (int64 ns, up to
+# 2.1 s in int32: kernels, ops and runtime calls; ~1.5K fewer faults there: benchmarks/results/kblk28.md). A block
+# with a value beyond int32 (an id, a profiler step's duration) writes that column as an int64 array of its own,
+# and the read's next blocks take int64 slots for it (RowChunks.widen); the table build widens the joined columns
+# (a view, or a copy where blocks differ) as it puts them in table order (Appended.pop_taken).
+NARROW_KEYS = frozenset(("pid", "tid", "correlation", "external_id", "duration"))
 # A chunk: the page cache's smallest array (memory.reusing_array_pages serves arrays from 4 MiB on).
 CHUNK_ROWS = 2**19
 # Chunked only for traces whose columns fill chunks (below, a chunk mostly empty per key: where huge pages pay,
