@@ -94,6 +94,24 @@ def test_gpu_rows_without_a_device_are_left_out_with_a_warning(
     assert f"{dropped} GPU row(s) have no device" in " ".join(doc["source"]["warnings"])
 
 
+@pytest.mark.parametrize("foreign", [4294967295, 2**31, -1])
+def test_gpu_rows_of_a_device_id_no_cuda_ordinal_are_left_out_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture, foreign: int
+) -> None:
+    # The schema's INTEGER holds any int64 and CUPTI writes 0xFFFFFFFF where a record is of no device: such a
+    # value failed the int32 device column and the whole export was refused (exit 2). Now that row alone is left
+    # out, as a row of no device, and said.
+    path = _damaged(
+        tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = {foreign} WHERE correlationId = 102"
+    )
+    kept = query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId BETWEEN 0 AND 2147483647")
+    with pytest.warns(UserWarning, match="1 GPU row\\(s\\) have no device"):
+        doc, _ = _analyze(path, capsys)
+    assert kept[0][0] == 2
+    assert doc["summary"]["kernel_count"] == kept[0][0]
+    assert any("no CUDA device ordinal" in w for w in doc["source"]["warnings"])
+
+
 def test_every_gpu_row_without_a_device_is_not_a_healthy_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:

@@ -18,6 +18,7 @@ from .columns import (
     decode_pid,
     decode_tid,
     dict_array,
+    gpu_ordinals,
     id_numpy,
     int64_numpy,
     kind_column,
@@ -38,7 +39,7 @@ def _gpu_common(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
     cols, owned = _times(t)
     return {
         **cols,
-        "device": t.column("deviceId"),
+        "device": gpu_ordinals(t.column("deviceId")),
         "stream": t.column("streamId"),
         "correlation_id": t.column("correlationId"),
         "pid": decode_pid(t.column("globalPid")),

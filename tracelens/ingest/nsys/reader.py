@@ -165,7 +165,10 @@ class NsysReader:
 
         deviceless = drop_rows_without_device(parts)
         if deviceless:  # nsys writes every GPU row's device: a damaged or hand-edited export
-            lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
+            lost = (
+                f"{deviceless:,} GPU row(s) have no device (deviceId null, or a value that is no CUDA device "
+                "ordinal, such as CUPTI's invalid id 4294967295): left out of the analysis"
+            )
             self.warnings.append(lost)
             said.append(lost)
         untimed = drop_untimed_rows(parts)
