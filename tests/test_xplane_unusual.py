@@ -302,3 +302,21 @@ def test_metadata_ids_past_32_bits_keep_their_own_names_and_stats(tmp_path: Path
     assert [r["correlation_id"] for r in rows] == [1, 2, 3, 10, 11]
     assert [r["grid_x"] for r in rows] == [10] * 3 + [None] * 2
     assert [r["block_x"] for r in rows] == [128] * 3 + [None] * 2
+
+
+def test_a_plane_written_twice_is_read_once(tmp_path: Path) -> None:
+    # Two byte-identical /device:GPU:0 planes (a writer or a merge that wrote one plane twice): each event was read
+    # twice, 10 kernels and 10 µs of kernel time in a 5 µs busy union. A same-named plane of other content is
+    # still read (as a plane split in two): its events are events of the same device.
+    gpu = _kernels_plane()  # 5 kernels of 1 µs, every 2 µs
+    other = pb.plane(
+        2, "/device:GPU:0", [pb.line(6, "Stream #6", 0, [pb.event(1, 100_000_000, 3_000_000)])], {1: "k"}, {}
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([gpu, gpu, other, gpu]))
+    trace = tracelens.load(path)
+    doc = dict(analyze(trace))
+    assert doc["summary"]["kernel_count"] == 5 + 1
+    assert doc["summary"]["device_mean_kernel_ns"] == 5 * 1_000 + 3_000
+    assert doc["summary"]["device_mean_busy_ns"] == 5 * 1_000 + 3_000
+    assert any("2 plane(s) are byte-for-byte copies" in w for w in trace.metadata.warnings)
