@@ -536,8 +536,33 @@ def added_tracks(
     return events
 
 
-def _write(events: list[str], path: str | Path, devices: list[dict[str, Any]] | None = None) -> int:
-    head = '{"deviceProperties":' + msgspec.json.encode(devices).decode() + "," if devices else "{"
+def source_of(traces: list[Trace]) -> dict[str, str] | None:
+    """What the annotated trace(s) were (format, framework, producer), written as the file's ``tracelensSource``
+    member: read back, the file is that producer's trace, not PyTorch's (the Kineto reader's default). None when
+    the traces differ (a run of mixed producers) or are PyTorch's own."""
+    seen = {
+        (t.metadata.source_format, t.metadata.framework, t.metadata.producer, t.metadata.producer_version)
+        for t in traces
+    }
+    if len(seen) != 1:
+        return None
+    fmt, framework, producer, version = seen.pop()
+    if fmt == "kineto" and framework == "pytorch":
+        return None
+    return {"format": fmt, "framework": framework, "producer": producer, "producer_version": version}
+
+
+def _write(
+    events: list[str],
+    path: str | Path,
+    devices: list[dict[str, Any]] | None = None,
+    source: dict[str, str] | None = None,
+) -> int:
+    head = "{"
+    if source:  # before the events, where the reader's header is
+        head += '"tracelensSource":' + msgspec.json.encode(source).decode() + ","
+    if devices:
+        head += '"deviceProperties":' + msgspec.json.encode(devices).decode() + ","
     data = (head + '"traceEvents":[' + ",".join(events) + "]}").encode()
     target = Path(path)
     target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
@@ -548,7 +573,7 @@ def write_annotated(trace: Trace, doc: dict[str, Any], path: str | Path) -> int:
     """Write the annotated Chrome trace (gzip when the name ends in .gz); return the number of events."""
     own = _trace_events(trace)
     added = [msgspec.json.encode(e).decode() for e in added_tracks(trace, doc)]
-    return _write(own + added, path, device_properties(trace))
+    return _write(own + added, path, device_properties(trace), source_of([trace]))
 
 
 def rank_shifts(traces: list[Trace]) -> list[int]:
@@ -583,4 +608,4 @@ def write_annotated_run(ranks: list[tuple[int, str, Trace, dict[str, Any]]], pat
                 trace, doc, pid=rank, tid_base=TRACK_TID_BASE, shift_ns=shift, process_name=None
             )
         )
-    return _write(events, path, devices)
+    return _write(events, path, devices, source_of([trace for _, _, trace, _ in ranks]))

@@ -95,6 +95,9 @@ _AnyEvent = msgspec.defstruct(
 # The profiler's own log, written at the document's top level (libkineto LoggerCollector): completeness reads
 # what it says was dropped (tracelens/ingest/profiler_log.py).
 LOG_LEVELS = ("INFO", "WARNING", "ERROR")
+# What ``tracelens annotate`` writes of the trace it annotated (its format, framework and producer): a Chrome trace
+# it wrote from an XSpace or an Nsight export is read back as that producer's, not as PyTorch's.
+SOURCE_MEMBER = "tracelensSource"
 # The document's other members, read as they come; the typed and the loose document differ only in the events.
 _DOCUMENT_MEMBERS = [
     (name, Any, None)
@@ -105,6 +108,7 @@ _DOCUMENT_MEMBERS = [
         "schemaVersion",
         "displayTimeUnit",
         "traceName",
+        SOURCE_MEMBER,
         *LOG_LEVELS,
     )
 ]
@@ -237,6 +241,7 @@ def document_fields(doc: Any) -> dict[str, Any]:
         "schemaVersion",
         "displayTimeUnit",
         "traceName",
+        SOURCE_MEMBER,
         *LOG_LEVELS,
     )
     return {n: getattr(doc, n) for n in names if getattr(doc, n) is not None}
