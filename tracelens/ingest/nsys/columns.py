@@ -165,18 +165,18 @@ class Part:
 _MAX_ORDINAL = 2**31 - 1
 
 
-def gpu_ordinals(device_ids: pa.ChunkedArray | pa.Array) -> pa.Array:
+def gpu_ordinals(device_ids: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     """A GPU table's ``deviceId`` column, the values that are no CUDA device ordinal (negative, or beyond int32:
     CUPTI writes 0xFFFFFFFF, ``CUPTI_UNIFIED_MEMORY_CPU_DEVICE_ID``, where a record is of no device) made null.
     The schema's INTEGER holds any int64; kept, such a value failed the int32 device column and refused the whole
     file. The nulls are then left out, with their count, as the rows of no device (:func:`drop_rows_without_device`)."""
-    ids = device_ids.combine_chunks() if isinstance(device_ids, pa.ChunkedArray) else device_ids
-    if not len(ids) or not pa.types.is_integer(ids.type):
-        return ids  # empty, all null (typed null) or not integers (the Part's cast reports those)
-    bounds = pc.min_max(ids)
+    if not len(device_ids) or not pa.types.is_integer(device_ids.type):
+        return device_ids  # empty, all null (typed null) or not integers (the Part's cast reports those)
+    bounds = pc.min_max(device_ids)  # one pass, no copy: the column is kept as fetched where all are ordinals
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     if lo is None or (lo >= 0 and hi <= _MAX_ORDINAL):
-        return ids
+        return device_ids
+    ids = device_ids.combine_chunks() if isinstance(device_ids, pa.ChunkedArray) else device_ids
     foreign = pc.or_(pc.less(ids, 0), pc.greater(ids, _MAX_ORDINAL))
     return pc.if_else(foreign, pa.scalar(None, ids.type), ids)
 
