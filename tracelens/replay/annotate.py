@@ -3,8 +3,9 @@
 The trace's own events are written in Kineto's shape (categories ``kernel``, ``gpu_memcpy``, ``cuda_runtime``,
 ``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``; kernels' grid,
 block, registers and shared memory, ops' recorded shapes, flops and collective args under Kineto's keys; the device
-table as ``deviceProperties``), so tracelens and Perfetto read the file back: read back, a Kineto or Nsight trace
-gives the source's summary (an xplane's step rows, named ``step#N`` by its reader, are written as ``tracelens/step#N``
+table as ``deviceProperties``; an XSpace's or Nsight export's producer as ``tracelensSource``, so that it reads back
+as that producer's: :func:`source_of`), so tracelens and Perfetto read the file back: read back, a Kineto or Nsight
+trace gives the source's summary (an xplane's step rows, named ``step#N`` by its reader, are written as ``tracelens/step#N``
 so that they are found again: :func:`_step_names`). The added tracks live in their own process, ANNOTATION_PID
 ("tracelens"), as slices of their own category, ``tracelens`` (TRACK_CATEGORY: the Kineto reader skips it, so a read-back trace is
 the program's alone):
@@ -29,6 +30,9 @@ each rank's devices in order: rank 0's GPU 0 is 0, rank 1's GPU 0 is 1 when rank
 read-back keeps the ranks' GPUs apart, and ``args.local_device`` keeps the rank's own number. Times are aligned on the ranks' own clocks: each
 rank's table time + (its time origin - the earliest rank's), so simultaneous events line up where the ranks'
 clocks agree (the same host clock; across hosts, as far as their clocks are synchronized).
+
+One module on purpose (about 610 lines): the program's events and the added tracks share one pid/tid numbering,
+written in one place.
 """
 
 from __future__ import annotations
@@ -537,19 +541,14 @@ def added_tracks(
 
 
 def source_of(traces: list[Trace]) -> dict[str, str] | None:
-    """What the annotated trace(s) were (format, framework, producer), written as the file's ``tracelensSource``
-    member: read back, the file is that producer's trace, not PyTorch's (the Kineto reader's default). None when
-    the traces differ (a run of mixed producers) or are PyTorch's own."""
+    """What the traces were, as the file's ``tracelensSource``: read back, it is that producer's trace, not PyTorch's
+    (the Kineto reader's default). None for PyTorch's own traces, or a run of mixed producers."""
     seen = {
-        (t.metadata.source_format, t.metadata.framework, t.metadata.producer, t.metadata.producer_version)
-        for t in traces
+        (m.source_format, m.framework, m.producer, m.producer_version) for m in (t.metadata for t in traces)
     }
-    if len(seen) != 1:
+    if len(seen) != 1 or next(iter(seen))[:2] == ("kineto", "pytorch"):
         return None
-    fmt, framework, producer, version = seen.pop()
-    if fmt == "kineto" and framework == "pytorch":
-        return None
-    return {"format": fmt, "framework": framework, "producer": producer, "producer_version": version}
+    return dict(zip(("format", "framework", "producer", "producer_version"), seen.pop(), strict=True))
 
 
 def _write(

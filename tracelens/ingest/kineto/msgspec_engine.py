@@ -417,3 +417,23 @@ def _loose_args(args: Any) -> _AnyArgs:
         return msgspec.convert(args, _AnyArgs)
     except msgspec.ValidationError:
         return _NO_ANY_ARGS
+
+
+# the frameworks TraceMetadata names (a file's own value outside them is not taken)
+_FRAMEWORKS = frozenset({"pytorch", "tensorflow", "jax", "cuda", "unknown"})
+
+
+def annotated_source(source: Any, extra: dict[str, Any]) -> tuple[str, str, str]:
+    """(producer, producer version, framework) of a Kineto-format file: PyTorch's, unless ``tracelens annotate``
+    wrote it from another producer's trace (its ``tracelensSource`` member, which ``extra`` then records). Read as
+    PyTorch's, an annotated JAX or TensorFlow profile was called a PyTorch one (and told PyTorch's remedies)."""
+    if isinstance(source, dict) and source.get("framework") in _FRAMEWORKS:
+        producer, version = source.get("producer"), source.get("producer_version")
+        if isinstance(producer, str) and producer:
+            extra["annotated_from"] = {
+                "format": str(source.get("format") or ""),
+                "producer": producer,
+                "framework": source["framework"],
+            }
+            return producer, version if isinstance(version, str) else "", str(source["framework"])
+    return "PyTorch Profiler (Kineto)", "", "pytorch"

@@ -43,7 +43,7 @@ from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
 from .labels import Interner, memcpy_kinds, sync_label
-from .msgspec_engine import SOURCE_MEMBER
+from .msgspec_engine import SOURCE_MEMBER, annotated_source
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
     LaunchIndex,
@@ -464,26 +464,6 @@ class Columns:
             extra=extra,
         )
         return Trace(events=events, devices=devices.result(), metadata=metadata)
-
-
-# the frameworks TraceMetadata names (a file's own value outside them is not taken)
-_FRAMEWORKS = frozenset({"pytorch", "tensorflow", "jax", "cuda", "unknown"})
-
-
-def annotated_source(source: Any, extra: dict[str, Any]) -> tuple[str, str, str]:
-    """(producer, producer version, framework) of a Kineto-format file: PyTorch's, unless ``tracelens annotate``
-    wrote it from another producer's trace (its ``tracelensSource`` member, which ``extra`` then records). Read as
-    PyTorch's, an annotated JAX or TensorFlow profile was called a PyTorch one (and told PyTorch's remedies)."""
-    if isinstance(source, dict) and source.get("framework") in _FRAMEWORKS:
-        producer, version = source.get("producer"), source.get("producer_version")
-        if isinstance(producer, str) and producer:
-            extra["annotated_from"] = {
-                "format": str(source.get("format") or ""),
-                "producer": producer,
-                "framework": source["framework"],
-            }
-            return producer, version if isinstance(version, str) else "", str(source["framework"])
-    return "PyTorch Profiler (Kineto)", "", "pytorch"
 
 
 def _host_depth(store: EventStore) -> pa.Array | SparseColumn:
