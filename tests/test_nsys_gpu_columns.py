@@ -104,7 +104,9 @@ def test_gpu_rows_of_a_device_id_no_cuda_ordinal_are_left_out_not_refused(
     path = _damaged(
         tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = {foreign} WHERE correlationId = 102"
     )
-    kept = query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId BETWEEN 0 AND 2147483647")
+    kept = query(
+        path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId BETWEEN 0 AND 2147483647"
+    )
     with pytest.warns(UserWarning, match="1 GPU row\\(s\\) have no device"):
         doc, _ = _analyze(path, capsys)
     assert kept[0][0] == 2

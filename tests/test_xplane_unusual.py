@@ -287,7 +287,9 @@ def test_metadata_ids_past_32_bits_keep_their_own_names_and_stats(tmp_path: Path
     kernels = [
         pb.event(1, i * 10_000_000, 1_000_000, [pb.stat(1, string=details), pb.stat(big, int64=i + 1)])
         for i in range(3)
-    ] + [pb.event(big, 40_000_000 + i * 10_000_000, 2_000_000, [pb.stat(big, int64=10 + i)]) for i in range(2)]
+    ] + [
+        pb.event(big, 40_000_000 + i * 10_000_000, 2_000_000, [pb.stat(big, int64=10 + i)]) for i in range(2)
+    ]
     gpu = pb.plane(
         1,
         "/device:GPU:0",

@@ -24,6 +24,7 @@ from .columns import (
     kind_column,
     kind_const,
 )
+from .contexts import context_sm_counts
 from .database import Database
 from .enums import coded_column, copy_labels, mem_labels, sync_labels
 from .strings import MISSING, UNNAMED, Strings
@@ -61,8 +62,11 @@ def _times(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
     return times, tuple(owned)
 
 
-def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
-    """CUPTI_ACTIVITY_KIND_KERNEL: the kernels, and their short names by demangled name."""
+def kernel_rows(
+    t: pa.Table, strings: Strings, green_sms: dict[tuple[int, int], int] | None = None
+) -> tuple[Part, dict[str, str]]:
+    """CUPTI_ACTIVITY_KIND_KERNEL: the kernels, and their short names by demangled name; with ``green_sms``
+    (:func:`.processes.green_context_sms`), each green-context kernel's SMs (``context_sm_count``)."""
     name = strings.lookup(t.column("demangledName"))
     short_ids = t.column("shortName")
     values = strings.values
@@ -91,6 +95,13 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
             "graph_id": t.column("graphId"),
         }
     )
+    if green_sms and "greenContextId" in t.column_names:
+        cols["context_sm_count"] = context_sm_counts(
+            int64_numpy(cols["pid"], fill=-1),
+            int64_numpy(t.column("greenContextId"), fill=0),
+            int64_numpy(t.column("contextId"), fill=0),
+            green_sms,
+        )
     # Keep the short names reachable: demangled name -> short name, read at each name's first row.
     first_row = np.full(len(values) + 1, -1, np.int64)
     rows = np.arange(name.size, dtype=np.int64)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import nvtx_payload
+from .contexts import green_context_sms
 from .database import Database
 
 TABLE_KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -119,7 +120,9 @@ def table_queries(
                 "staticSharedMemory",
                 "dynamicSharedMemory",
                 "graphId",
-            ],
+            ]
+            # a green context's kernels are judged against its SMs: read which context each ran in where any is
+            + (["greenContextId", "contextId"] if green_context_sms(db) else []),
             gpu_required,
         ),
         TABLE_MEMCPY: _select(

@@ -18,6 +18,7 @@ from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
 from .columns import Part, drop_rows_without_device, drop_untimed_rows
+from .contexts import green_context_sms
 from .database import Database
 from .fetch import Builder, fetch_parts
 from .mappers import (
@@ -254,8 +255,10 @@ class NsysReader:
     def _builders(self, db: Database, strings: Strings) -> dict[str, Builder]:
         """Per table, the function that turns its fetched rows into a part (keeping what else they say)."""
 
+        green = green_context_sms(db)
+
         def kernels(box: list[pa.Table]) -> Part:
-            part, self._short_names = kernel_rows(box.pop(), strings)
+            part, self._short_names = kernel_rows(box.pop(), strings, green)
             return part
 
         def nvtx(box: list[pa.Table]) -> Part | None:

@@ -13,7 +13,11 @@ from .space import stat_value
 def metadata_ids(planes: list[Any], kind: str) -> np.ndarray:
     """Every metadata id of ``kind`` ("event" or "stat") the planes define, sorted and distinct: the ranks
     :func:`plane_keys` numbers ids by."""
-    ids = [int(key) for plane in planes for key in (plane.event_metadata if kind == "event" else plane.stat_metadata)]
+    ids = [
+        int(key)
+        for plane in planes
+        for key in (plane.event_metadata if kind == "event" else plane.stat_metadata)
+    ]
     return np.unique(np.asarray(ids, np.int64))
 
 
@@ -80,7 +84,12 @@ def event_names(planes: list[Any], event_plane: np.ndarray, mid: np.ndarray) -> 
     """Per event, an index into the returned names (every plane's event metadata, then "" for unknown ids)."""
     ev_keys, ev_order, ev_names, universe = metadata_table(planes, "event")
     unknown = len(ev_names)
-    if universe.size and 0 <= universe[0] and universe[-1] < 1 << 20 and len(planes) * (universe[-1] + 2) < 1 << 26:
+    if (
+        universe.size
+        and 0 <= universe[0]
+        and universe[-1] < 1 << 20
+        and len(planes) * (universe[-1] + 2) < 1 << 26
+    ):
         # metadata ids are small and dense: one (plane, id) table lookup per event (an id outside the table,
         # negative or past it, reads the unknown column)
         max_id = int(universe[-1])

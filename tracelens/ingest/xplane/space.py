@@ -111,7 +111,9 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
         path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data, buffer=buffer
     )
     max_gpu = -1
-    seen: dict[str, list[bytes]] = {}  # the read planes' serialized bytes by name, kept only where names repeat
+    seen: dict[
+        str, list[bytes]
+    ] = {}  # the read planes' serialized bytes by name, kept only where names repeat
     first_of: dict[str, Any] = {}
     for in_space, plane in enumerate(space.planes):
         match = _GPU_PLANE.match(plane.name)
