@@ -202,3 +202,20 @@ def test_gpu_sync_rows_need_no_device(tmp_path: Path, capsys: pytest.CaptureFixt
     assert syncs == 1
     assert sum(w["count"] for w in doc["sync"]["gpu_waits"]) == syncs
     assert not [w for w in doc["source"]["warnings"] if "deviceId" in w or "no device" in w]
+
+
+def test_kernels_of_a_schema_without_their_name_columns_are_named_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # A newer schema that renamed demangledName and shortName: read as NULL ids, every kernel was one kernel
+    # named "" in the by-name tables, with no word. Now each is named as unnamed, and a warning says why.
+    path = _damaged(
+        tmp_path,
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN demangledName TO demangledNameRef",
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN shortName TO shortNameRef",
+    )
+    count = query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    doc, _ = _analyze(path, capsys)
+    by_name = doc["kernels"]["by_name"]
+    assert [(k["name"], k["count"]) for k in by_name] == [("<kernel name not in the export>", count)]
+    assert any("lacks column(s) demangledName, shortName" in w for w in doc["source"]["warnings"])

@@ -29,6 +29,9 @@ from .database import Database
 from .enums import coded_column, copy_labels, mem_labels, sync_labels
 from .strings import MISSING, UNNAMED, Strings
 
+# The name of a kernel row with neither a demangled nor a short name.
+NO_KERNEL_NAME = "<kernel name not in the export>"
+
 # RUNTIME eventClass values (ENUM_NSYS_EVENT_CLASS): driver API classes, and the backtrace classes under
 # which some exports repeat a call that already has its own row.
 _DRIVER_CLASSES = (1, 13)
@@ -78,6 +81,11 @@ def kernel_rows(
         missing_id = np.where(name == MISSING, id_numpy(t.column("demangledName")), id_numpy(short_ids))
         name = np.where(name >= 0, name, fallback).astype(np.int32)
         name, values = strings.placeholders(name, missing_id, values)
+        if (name == UNNAMED).any():
+            # neither name (null ids; a newer schema's renamed columns, read as NULL): one name that says so, not a
+            # null that every by-name table showed as one kernel named ""
+            name = np.where(name == UNNAMED, len(values), name).astype(np.int32)
+            values = pa.concat_arrays([values, pa.array([NO_KERNEL_NAME], values.type)])
     cols, owned = _gpu_common(t)
     cols.update(
         {

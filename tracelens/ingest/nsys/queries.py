@@ -101,6 +101,11 @@ def table_queries(
     # A GPU row without its device is an op of no GPU: every GPU analysis would leave it out and the trace read as
     # healthy. nsys writes deviceId in every GPU table; without it the table is skipped, with a warning.
     gpu_required = ["start", "end", "deviceId"]
+    if TABLE_KERNEL in db.tables and not {"demangledName", "shortName"} & set(db.columns(TABLE_KERNEL)):
+        warnings.append(
+            f"{TABLE_KERNEL} lacks column(s) demangledName, shortName (a newer schema?): its kernels are read "
+            "unnamed, each called <kernel name not in the export>"
+        )
     specs = {
         TABLE_KERNEL: _select(
             db,
