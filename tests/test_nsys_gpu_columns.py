@@ -219,3 +219,25 @@ def test_kernels_of_a_schema_without_their_name_columns_are_named_so(
     by_name = doc["kernels"]["by_name"]
     assert [(k["name"], k["count"]) for k in by_name] == [("<kernel name not in the export>", count)]
     assert any("lacks column(s) demangledName, shortName" in w for w in doc["source"]["warnings"])
+
+
+def test_rows_without_a_start_are_left_out_not_read_at_the_sessions_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # nsys writes every start (NOT NULL). A null one (a hand-edited export, rebuilt without the constraint) was read
+    # as 0, the session's start: the kernel ran from there to its end and the GPU was "busy" the whole time.
+    path = _damaged(
+        tmp_path,
+        "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
+        "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE correlationId = 102",
+    )
+    kept, kernel_ns = query(
+        path, 'SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start IS NOT NULL'
+    )[0]
+    with pytest.warns(UserWarning, match="1 row\\(s\\) have no start time"):
+        doc, _ = _analyze(path, capsys)
+    assert (kept, kernel_ns) == (2, 15_000)
+    assert doc["summary"]["kernel_count"] == kept
+    assert doc["summary"]["device_mean_kernel_ns"] == kernel_ns

@@ -199,6 +199,25 @@ def drop_rows_without_device(parts: list[Part]) -> int:
     return dropped
 
 
+def drop_rows_without_start(parts: list[Part]) -> int:
+    """Remove the rows (of any table) whose start is null (in place); how many there were. nsys writes every
+    ``start`` (NOT NULL); a null (a damaged or hand-edited export) was read as 0, the session's start: a kernel
+    then ran from there to its end, the GPU "busy" the whole time and the trace called healthy."""
+    dropped = 0
+    for part in parts:
+        start = part.columns.get("start_ns")
+        if start is None or not start.null_count:
+            continue
+        count = start.null_count
+        keep = start.is_valid()
+        for name, values in part.columns.items():
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                part.columns[name] = values.filter(keep)
+        dropped += count
+        part.n -= count
+    return dropped
+
+
 def drop_untimed_rows(parts: list[Part]) -> int:
     """Remove the GPU rows (ops and syncs) whose start and end are both 0 (in place); how many there were. CUPTI
     writes 0 for both where it could collect no timestamp (CUpti_ActivityKernel's start/end), and nsys times are ns

@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
-from .columns import Part, drop_rows_without_device, drop_untimed_rows
+from .columns import Part, drop_rows_without_device, drop_rows_without_start, drop_untimed_rows
 from .contexts import green_context_sms
 from .database import Database
 from .fetch import Builder, fetch_parts
@@ -170,6 +170,11 @@ class NsysReader:
                 f"{deviceless:,} GPU row(s) have no device (deviceId null, or a value that is no CUDA device "
                 "ordinal, such as CUPTI's invalid id 4294967295): left out of the analysis"
             )
+            self.warnings.append(lost)
+            said.append(lost)
+        startless = drop_rows_without_start(parts)
+        if startless:  # nsys writes every start: a damaged or hand-edited export
+            lost = f"{startless:,} row(s) have no start time (start null): left out of the analysis"
             self.warnings.append(lost)
             said.append(lost)
         untimed = drop_untimed_rows(parts)
