@@ -241,3 +241,17 @@ def test_rows_without_a_start_are_left_out_not_read_at_the_sessions_start(
     assert (kept, kernel_ns) == (2, 15_000)
     assert doc["summary"]["kernel_count"] == kept
     assert doc["summary"]["device_mean_kernel_ns"] == kernel_ns
+
+
+def test_a_table_without_correlation_ids_is_said(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # A newer schema that renamed RUNTIME.correlationId: no launch call joined its kernel, and nothing said so (the
+    # launch and attribution figures were made of no pair). Read as before, now with a warning.
+    path = _damaged(tmp_path, "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN correlationId TO corrId")
+    doc, _ = _analyze(path, capsys)
+    assert (
+        doc["summary"]["kernel_count"] == query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    )
+    assert any(
+        w.startswith("CUPTI_ACTIVITY_KIND_RUNTIME lacks column(s) correlationId")
+        for w in doc["source"]["warnings"]
+    )

@@ -101,6 +101,13 @@ def table_queries(
     # A GPU row without its device is an op of no GPU: every GPU analysis would leave it out and the trace read as
     # healthy. nsys writes deviceId in every GPU table; without it the table is skipped, with a warning.
     gpu_required = ["start", "end", "deviceId"]
+    # the join of each GPU op to its launch call: read without it, every launch, queue and attribution figure is
+    # made of no pair, with no word
+    for table in (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET, TABLE_RUNTIME):
+        if table in db.tables and "correlationId" not in db.columns(table):
+            warnings.append(
+                f"{table} lacks column(s) correlationId (a newer schema?): its rows join no launch call or GPU op"
+            )
     if TABLE_KERNEL in db.tables and not {"demangledName", "shortName"} & set(db.columns(TABLE_KERNEL)):
         warnings.append(
             f"{TABLE_KERNEL} lacks column(s) demangledName, shortName (a newer schema?): its kernels are read "
