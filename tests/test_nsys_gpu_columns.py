@@ -255,3 +255,48 @@ def test_a_table_without_correlation_ids_is_said(tmp_path: Path, capsys: pytest.
         w.startswith("CUPTI_ACTIVITY_KIND_RUNTIME lacks column(s) correlationId")
         for w in doc["source"]["warnings"]
     )
+
+
+OTHER_GLOBAL_PID = (1 << 48) + (4343 << 24)  # a second process, pid 4343
+
+
+def _second_process(tmp_path: Path, *extra: str) -> Path:
+    # the three kernels again, 1 ms later, launched by pid 4343 on its own "CUDA device 0"
+    return _damaged(
+        tmp_path,
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = {OTHER_GLOBAL_PID}, start = start + 1000000, "
+        f'"end" = "end" + 1000000 WHERE rowid > 3',
+        *extra,
+    )
+
+
+def test_processes_sharing_a_device_number_with_no_gpu_mapping_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # Two processes each on "CUDA device 0" and no TARGET_INFO_CUDA_DEVICE to say which GPU each is: read as one
+    # GPU (its kernel time the two processes' sum), with no word, where CUDA_VISIBLE_DEVICES per rank makes them
+    # two GPUs. The reading stays (the export cannot tell), now said.
+    path = _second_process(tmp_path)
+    pids = query(
+        path,
+        "SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0",
+    )
+    doc, _ = _analyze(path, capsys)
+    assert sorted(p for (p,) in pids) == [4242, 4343]
+    assert doc["summary"]["device_count"] == 1
+    said = [w for w in doc["source"]["warnings"] if w.startswith("several processes run GPU ops")]
+    assert len(said) == 1 and "CUDA device 0: processes 4242, 4343" in said[0]
+
+
+def test_processes_whose_gpus_the_export_names_are_not_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _second_process(
+        tmp_path,
+        "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER)",
+        "INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242), (1, 0, 4343)",
+    )
+    doc, _ = _analyze(path, capsys)
+    assert doc["summary"]["device_count"] == 2
+    assert not [w for w in doc["source"]["warnings"] if w.startswith("several processes run GPU ops")]

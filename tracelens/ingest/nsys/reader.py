@@ -44,6 +44,7 @@ from .processes import (
     cuda_device_gpus,
     key_correlation_ids_by_process,
     map_devices_to_gpus,
+    ordinals_shared_by_processes,
     processes_without_gpu_rows,
     sync_devices_from_ops,
 )
@@ -206,6 +207,16 @@ class NsysReader:
         key_correlation_ids_by_process(parts)
         # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
         gpus = cuda_device_gpus(db)
+        shared = ordinals_shared_by_processes(parts, gpus)
+        if shared:  # one device as read: say that it may be several GPUs
+            named = "; ".join(
+                f"CUDA device {d}: processes {', '.join(map(str, p))}" for d, p in shared.items()
+            )
+            self.warnings.append(
+                f"several processes run GPU ops on one CUDA device number and the export does not say which GPU "
+                f"each is (no TARGET_INFO_CUDA_DEVICE row): {named}. Each such number is read as one GPU: if each "
+                "process had a GPU of its own (CUDA_VISIBLE_DEVICES per rank), the figures merge those GPUs"
+            )
         map_devices_to_gpus(parts, gpus)
         # CUPTI's synchronization record has no device (nsys writes 0): its stream's or process's GPU's
         sync_devices_from_ops(parts)
