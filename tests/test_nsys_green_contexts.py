@@ -85,3 +85,12 @@ def test_a_context_that_is_not_green_keeps_the_gpus_sms(tmp_path: Path) -> None:
     kernels = _kernels(tracelens.load(path))
     assert {c: k["context_sm_count"] for c, k in kernels.items()} == {102: None, 104: None, 106: None}
     assert kernels[102]["estimated_achieved_occupancy"] == pytest.approx((80 / 108) * 256 / 2048, rel=1e-6)
+
+
+def test_a_green_context_claiming_more_sms_than_its_gpu_is_held_to_the_gpus(tmp_path: Path) -> None:
+    # numMultiprocessors past the GPU's smCount (a damaged row): the kernels may use no more than the GPU's 108
+    path = _green(
+        tmp_path, "UPDATE TARGET_INFO_CUDA_CONTEXT_INFO SET numMultiprocessors = 500 WHERE contextId = 5"
+    )
+    kernels = _kernels(tracelens.load(path))
+    assert kernels[102]["estimated_achieved_occupancy"] == pytest.approx((80 / 108) * 256 / 2048, rel=1e-6)

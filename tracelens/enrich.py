@@ -459,9 +459,9 @@ class KernelOccupancy:
             }
             self.device_notes[int(dev)] = note
             sm_of[on_device] = float(sm_count) if sm_count else np.nan
-            if context_sms is not None:  # a green context's kernels: its SMs, not the device's
+            if context_sms is not None:  # a green context's kernels: its SMs (never more than the device's)
                 own = on_device & np.isfinite(context_sms) & (context_sms > 0)
-                sm_of[own] = context_sms[own]
+                sm_of[own] = np.fmin(context_sms[own], sm_of[own])
             known = on_device & np.isfinite(sm_of)
             grid_fill[known] = np.minimum(1.0, grid[known] / sm_of[known])
             try:
