@@ -31,6 +31,7 @@ from ...trace import (
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
+from . import gpu_columns
 from .appended import Appended
 from .blocks import (
     DEVICE_SIDE,
@@ -298,6 +299,7 @@ class Columns:
         device_values = np.take(device_values, kept_gpu)
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
+        deviceless = gpu_columns.no_device_count(np.take(device_values, device_rows))  # (said in a warning)
         kept_device = np.take(kept_gpu, device_rows)
         device_correlation = np.take(parts.pop("gpu_correlation"), kept_device)
         at_device = at[device_rows]
@@ -448,6 +450,7 @@ class Columns:
                 "some events had fields of unexpected types; numbers written as strings were read, other such "
                 "values left empty" + (f" (first: {self.problem})" if self.problem else "")
             )
+        warnings += [gpu_columns.no_device_warning(deviceless)] if deviceless else []
         producer, version, framework = annotated_source(document.get(SOURCE_MEMBER), extra)
         metadata = TraceMetadata(
             source_format="kineto",
