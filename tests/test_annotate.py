@@ -12,6 +12,7 @@ import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses import analyze
 from tracelens.analyses.columns import event_columns
+from tracelens.analyses.completeness import recorder
 from tracelens.cli import main
 from tracelens.replay.annotate import ANNOTATION_PID, GAPS_TID, PATH_TID, STEPS_TID, WHATIF_TID
 
@@ -403,6 +404,8 @@ def test_annotated_trace_reads_back_as_its_producers(tmp_path: Path, name: str) 
         want.producer,
         want.producer_version,
     )
+    # the profiler whose instructions apply (an incomplete trace's remedy): the source's, not PyTorch's
+    assert recorder(tracelens.load(out)) == recorder(tracelens.load(source))
     written = json.loads(gzip.decompress(out.read_bytes()))
     if want.source_format == "xplane":
         assert (want.framework, want.producer) == ("jax", "JAX profiler")
