@@ -407,7 +407,9 @@ def test_annotated_trace_reads_back_as_its_producers(tmp_path: Path, name: str) 
     # the profiler whose instructions apply (an incomplete trace's remedy): the source's, not PyTorch's
     assert recorder(tracelens.load(out)) == recorder(tracelens.load(source))
     # and the reason a figure is missing names the source's profiler (no XLA flops, not torch's record_shapes)
-    reasons = [analyze(tracelens.load(p), sections=["ops"])["ops"]["compute"]["reason"] for p in (source, out)]
+    reasons = [
+        analyze(tracelens.load(p), sections=["ops"])["ops"]["compute"]["reason"] for p in (source, out)
+    ]
     assert reasons[0] == reasons[1]
     written = json.loads(gzip.decompress(out.read_bytes()))
     if want.source_format == "xplane":
