@@ -92,6 +92,16 @@ def _read_padded(file: Path) -> np.ndarray:
     return buffer
 
 
+def _content(plane: Any) -> bytes:
+    """A plane's bytes but its ``id`` (field 1): two planes of equal content are one plane written twice."""
+    if not plane.id:
+        return plane.SerializeToString()
+    clone = type(plane)()
+    clone.CopyFrom(plane)
+    clone.id = 0
+    return clone.SerializeToString()
+
+
 def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
     """One file's XSpace as host ``ordinal`` (its GPUs numbered from ``device_offset``), and how many device
     numbers it takes (its highest GPU index + 1)."""
@@ -119,10 +129,11 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
         match = _GPU_PLANE.match(plane.name)
         if (plane.name == HOST_PLANE or match) and plane.name in first_of:
             # XProf looks a named plane up as the first of that name (FindPlaneWithName); its device tools take
-            # every GPU plane and would count a copy twice. A copy (same bytes) is read once; a same-named plane
+            # every GPU plane and would count a copy twice. A copy (the same content, whatever its plane id: a merge
+            # may number the copy anew) is read once; a same-named plane
             # of other content is read as well, its events on the same device (as a plane split in two).
-            copies = seen.setdefault(plane.name, [first_of[plane.name].SerializeToString()])
-            mine = plane.SerializeToString()
+            copies = seen.setdefault(plane.name, [_content(first_of[plane.name])])
+            mine = _content(plane)
             if mine in copies:
                 host.copied_planes.append(plane.name)
                 continue
