@@ -399,7 +399,7 @@ def _metadata(
         if host.copied_planes:
             copies = sorted(set(host.copied_planes))
             warnings.append(
-                f"{host.path.name}: {len(host.copied_planes)} plane(s) are byte-for-byte copies of an earlier plane "
+                f"{host.path.name}: {len(host.copied_planes)} plane(s) are copies (the plane id aside) of an earlier plane "
                 f"of the same name ({', '.join(copies)}): each read once"
             )
     unread = sorted({name for host in hosts for name in host.unread_devices})

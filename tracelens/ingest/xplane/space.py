@@ -68,7 +68,7 @@ class Host:
     plane_index: list[int] = field(default_factory=list)  # each of ``planes``' position in space.planes
     # device planes of other kinds that hold lines (``/device:TPU:0``, ``/device:CUSTOM:…``): not read
     unread_devices: list[str] = field(default_factory=list)
-    # planes left out as byte-for-byte copies of an earlier plane of the same name (a writer or merge that wrote
+    # planes left out as copies of an earlier plane of the same name (its id aside: a writer or merge that wrote
     # one plane twice): read, every event counted twice (kernel time past the busy time)
     copied_planes: list[str] = field(default_factory=list)
 
