@@ -315,7 +315,9 @@ def test_a_plane_written_twice_is_read_once(tmp_path: Path) -> None:
         2, "/device:GPU:0", [pb.line(6, "Stream #6", 0, [pb.event(1, 100_000_000, 3_000_000)])], {1: "k"}, {}
     )
     path = tmp_path / "host.xplane.pb"
-    renumbered = _kernels_plane().replace(pb.vfield(1, 1), pb.vfield(1, 9), 1)  # the copy under another plane id
+    renumbered = _kernels_plane().replace(
+        pb.vfield(1, 1), pb.vfield(1, 9), 1
+    )  # the copy under another plane id
     assert renumbered != gpu
     path.write_bytes(pb.space([gpu, gpu, other, renumbered]))
     trace = tracelens.load(path)
