@@ -12,6 +12,7 @@ import tracelens
 from tests.conftest import FIXTURES
 from tracelens.analyses import analyze
 from tracelens.analyses.columns import event_columns
+from tracelens.analyses.completeness import recorder
 from tracelens.cli import main
 from tracelens.replay.annotate import ANNOTATION_PID, GAPS_TID, PATH_TID, STEPS_TID, WHATIF_TID
 
@@ -383,3 +384,37 @@ def test_xplane_steps_read_back(tmp_path: Path) -> None:
     assert [(s["step"], s["start_ns"], s["end_ns"]) for s in got] == [
         (s["step"], s["start_ns"], s["end_ns"]) for s in want
     ]
+
+
+@pytest.mark.parametrize("name", ["jax_mlp_cuda.xplane.pb", "pytorch_healthy_cuda.pt.trace.json.gz"])
+def test_annotated_trace_reads_back_as_its_producers(tmp_path: Path, name: str) -> None:
+    """The annotated file is Chrome trace JSON, which the Kineto reader reads: an annotated JAX profile read back
+    as "PyTorch Profiler (Kineto)", framework pytorch (and got PyTorch's remedies). The file now says what it
+    was written from (``tracelensSource``), and reads back as that producer's trace; a PyTorch trace's file
+    carries no such member and reads as before."""
+    import gzip
+    import json
+
+    source = FIXTURES / "gpu" / name
+    out = tmp_path / "annotated.json.gz"
+    assert main(["annotate", str(source), "-o", str(out)]) == 0
+    want, got = tracelens.load(source).metadata, tracelens.load(out).metadata
+    assert (got.framework, got.producer, got.producer_version) == (
+        want.framework,
+        want.producer,
+        want.producer_version,
+    )
+    # the profiler whose instructions apply (an incomplete trace's remedy): the source's, not PyTorch's
+    assert recorder(tracelens.load(out)) == recorder(tracelens.load(source))
+    # and the reason a figure is missing names the source's profiler (no XLA flops, not torch's record_shapes)
+    reasons = [
+        analyze(tracelens.load(p), sections=["ops"])["ops"]["compute"]["reason"] for p in (source, out)
+    ]
+    assert reasons[0] == reasons[1]
+    written = json.loads(gzip.decompress(out.read_bytes()))
+    if want.source_format == "xplane":
+        assert (want.framework, want.producer) == ("jax", "JAX profiler")
+        assert written["tracelensSource"]["format"] == "xplane"
+        assert got.extra["annotated_from"]["format"] == "xplane"
+    else:
+        assert "tracelensSource" not in written and "annotated_from" not in got.extra

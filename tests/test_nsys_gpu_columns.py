@@ -94,6 +94,26 @@ def test_gpu_rows_without_a_device_are_left_out_with_a_warning(
     assert f"{dropped} GPU row(s) have no device" in " ".join(doc["source"]["warnings"])
 
 
+@pytest.mark.parametrize("foreign", [4294967295, 2**31, -1])
+def test_gpu_rows_of_a_device_id_no_cuda_ordinal_are_left_out_not_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture, foreign: int
+) -> None:
+    # The schema's INTEGER holds any int64 and CUPTI writes 0xFFFFFFFF where a record is of no device: such a
+    # value failed the int32 device column and the whole export was refused (exit 2). Now that row alone is left
+    # out, as a row of no device, and said.
+    path = _damaged(
+        tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = {foreign} WHERE correlationId = 102"
+    )
+    kept = query(
+        path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId BETWEEN 0 AND 2147483647"
+    )
+    with pytest.warns(UserWarning, match="1 GPU row\\(s\\) have no device"):
+        doc, _ = _analyze(path, capsys)
+    assert kept[0][0] == 2
+    assert doc["summary"]["kernel_count"] == kept[0][0]
+    assert any("no CUDA device ordinal" in w for w in doc["source"]["warnings"])
+
+
 def test_every_gpu_row_without_a_device_is_not_a_healthy_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
@@ -182,3 +202,101 @@ def test_gpu_sync_rows_need_no_device(tmp_path: Path, capsys: pytest.CaptureFixt
     assert syncs == 1
     assert sum(w["count"] for w in doc["sync"]["gpu_waits"]) == syncs
     assert not [w for w in doc["source"]["warnings"] if "deviceId" in w or "no device" in w]
+
+
+def test_kernels_of_a_schema_without_their_name_columns_are_named_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # A newer schema that renamed demangledName and shortName: read as NULL ids, every kernel was one kernel
+    # named "" in the by-name tables, with no word. Now each is named as unnamed, and a warning says why.
+    path = _damaged(
+        tmp_path,
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN demangledName TO demangledNameRef",
+        "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME COLUMN shortName TO shortNameRef",
+    )
+    count = query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    doc, _ = _analyze(path, capsys)
+    by_name = doc["kernels"]["by_name"]
+    assert [(k["name"], k["count"]) for k in by_name] == [("<kernel name not in the export>", count)]
+    assert any("lacks column(s) demangledName, shortName" in w for w in doc["source"]["warnings"])
+
+
+def test_rows_without_a_start_are_left_out_not_read_at_the_sessions_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # nsys writes every start (NOT NULL). A null one (a hand-edited export, rebuilt without the constraint) was read
+    # as 0, the session's start: the kernel ran from there to its end and the GPU was "busy" the whole time.
+    path = _damaged(
+        tmp_path,
+        "CREATE TABLE k2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL",
+        "ALTER TABLE k2 RENAME TO CUPTI_ACTIVITY_KIND_KERNEL",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE correlationId = 102",
+    )
+    kept, kernel_ns = query(
+        path, 'SELECT count(*), sum("end" - start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE start IS NOT NULL'
+    )[0]
+    with pytest.warns(UserWarning, match="1 row\\(s\\) have no start time"):
+        doc, _ = _analyze(path, capsys)
+    assert (kept, kernel_ns) == (2, 15_000)
+    assert doc["summary"]["kernel_count"] == kept
+    assert doc["summary"]["device_mean_kernel_ns"] == kernel_ns
+
+
+def test_a_table_without_correlation_ids_is_said(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # A newer schema that renamed RUNTIME.correlationId: no launch call joined its kernel, and nothing said so (the
+    # launch and attribution figures were made of no pair). Read as before, now with a warning.
+    path = _damaged(tmp_path, "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME COLUMN correlationId TO corrId")
+    doc, _ = _analyze(path, capsys)
+    assert (
+        doc["summary"]["kernel_count"] == query(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0]
+    )
+    assert any(
+        w.startswith("CUPTI_ACTIVITY_KIND_RUNTIME lacks column(s) correlationId")
+        for w in doc["source"]["warnings"]
+    )
+
+
+OTHER_GLOBAL_PID = (1 << 48) + (4343 << 24)  # a second process, pid 4343
+
+
+def _second_process(tmp_path: Path, *extra: str) -> Path:
+    # the three kernels again, 1 ms later, launched by pid 4343 on its own "CUDA device 0"
+    return _damaged(
+        tmp_path,
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL",
+        f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = {OTHER_GLOBAL_PID}, start = start + 1000000, "
+        f'"end" = "end" + 1000000 WHERE rowid > 3',
+        *extra,
+    )
+
+
+def test_processes_sharing_a_device_number_with_no_gpu_mapping_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    # Two processes each on "CUDA device 0" and no TARGET_INFO_CUDA_DEVICE to say which GPU each is: read as one
+    # GPU (its kernel time the two processes' sum), with no word, where CUDA_VISIBLE_DEVICES per rank makes them
+    # two GPUs. The reading stays (the export cannot tell), now said.
+    path = _second_process(tmp_path)
+    pids = query(
+        path,
+        "SELECT DISTINCT (globalPid >> 24) & 16777215 FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE deviceId = 0",
+    )
+    doc, _ = _analyze(path, capsys)
+    assert sorted(p for (p,) in pids) == [4242, 4343]
+    assert doc["summary"]["device_count"] == 1
+    said = [w for w in doc["source"]["warnings"] if w.startswith("several processes run GPU ops")]
+    assert len(said) == 1 and "CUDA device 0: processes 4242, 4343" in said[0]
+
+
+def test_processes_whose_gpus_the_export_names_are_not_warned_of(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = _second_process(
+        tmp_path,
+        "CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER)",
+        "INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 4242), (1, 0, 4343)",
+    )
+    doc, _ = _analyze(path, capsys)
+    assert doc["summary"]["device_count"] == 2
+    assert not [w for w in doc["source"]["warnings"] if w.startswith("several processes run GPU ops")]

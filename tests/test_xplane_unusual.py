@@ -277,3 +277,52 @@ def test_under_filled_kernels_of_an_amd_gpu_have_no_made_up_occupancy(tmp_path: 
     (device,) = occupancy["per_device"]
     assert device["under_filled_count"] == 4 and device["under_filled_ns"] == 4 * 10_000
     assert device["under_filled_lost_ns"] == 4 * 9_000
+
+
+def test_metadata_ids_past_32_bits_keep_their_own_names_and_stats(tmp_path: Path) -> None:
+    # Metadata ids are int64 in xplane.proto. Keyed as (plane << 32 | id & 0xFFFFFFFF), event ids 1 and 2^32 + 1
+    # were one key: the second kernel lost its name ("") and stat ids 1 and 2^32 + 1 took each other's meaning.
+    big = (1 << 32) + 1
+    details = "regs:32 static_shared:0 dynamic_shared:0 grid:10,1,1 block:128,1,1 occ_pct:50"
+    kernels = [
+        pb.event(1, i * 10_000_000, 1_000_000, [pb.stat(1, string=details), pb.stat(big, int64=i + 1)])
+        for i in range(3)
+    ] + [
+        pb.event(big, 40_000_000 + i * 10_000_000, 2_000_000, [pb.stat(big, int64=10 + i)]) for i in range(2)
+    ]
+    gpu = pb.plane(
+        1,
+        "/device:GPU:0",
+        [pb.line(5, "Stream #5(Compute)", 0, kernels)],
+        {1: "gemm", big: "small"},
+        {1: "kernel_details", big: "correlation_id"},
+    )
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(pb.space([gpu]))
+    rows = tracelens.load(path).events.to_pylist()
+    assert [r["name"] for r in rows] == ["gemm"] * 3 + ["small"] * 2
+    assert [r["correlation_id"] for r in rows] == [1, 2, 3, 10, 11]
+    assert [r["grid_x"] for r in rows] == [10] * 3 + [None] * 2
+    assert [r["block_x"] for r in rows] == [128] * 3 + [None] * 2
+
+
+def test_a_plane_written_twice_is_read_once(tmp_path: Path) -> None:
+    # Two byte-identical /device:GPU:0 planes (a writer or a merge that wrote one plane twice): each event was read
+    # twice, 10 kernels and 10 µs of kernel time in a 5 µs busy union. A same-named plane of other content is
+    # still read (as a plane split in two): its events are events of the same device.
+    gpu = _kernels_plane()  # 5 kernels of 1 µs, every 2 µs
+    other = pb.plane(
+        2, "/device:GPU:0", [pb.line(6, "Stream #6", 0, [pb.event(1, 100_000_000, 3_000_000)])], {1: "k"}, {}
+    )
+    path = tmp_path / "host.xplane.pb"
+    renumbered = _kernels_plane().replace(
+        pb.vfield(1, 1), pb.vfield(1, 9), 1
+    )  # the copy under another plane id
+    assert renumbered != gpu
+    path.write_bytes(pb.space([gpu, gpu, other, renumbered]))
+    trace = tracelens.load(path)
+    doc = dict(analyze(trace))
+    assert doc["summary"]["kernel_count"] == 5 + 1
+    assert doc["summary"]["device_mean_kernel_ns"] == 5 * 1_000 + 3_000
+    assert doc["summary"]["device_mean_busy_ns"] == 5 * 1_000 + 3_000
+    assert any("2 plane(s) are copies (the plane id aside)" in w for w in trace.metadata.warnings)

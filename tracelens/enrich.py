@@ -3,10 +3,14 @@ estimated achieved occupancy (``docs/occupancy.md``), from its launch geometry a
 
 Part of the timeline layer with ``trace.py`` (docs/architecture.md): ``ingest.load`` runs :func:`enrich`, and
 the occupancy section (``analyses/occupancy.py``) builds on the same :class:`KernelOccupancy`.
+
+One module on purpose (about 610 lines): the launches' numbering and the calculator's per-configuration results
+are one cache (``_LAUNCHES``), read by the load, the occupancy section and the what-if replay alike.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from typing import Any, Protocol
 
@@ -209,12 +213,27 @@ class _Launches:
         kernels = _Rows(trace, rows)
         # (a copy of its own: a reader's rows are its store's too)
         self.rows = np.array(rows, dtype=np.int32 if trace.num_events < 2**31 else np.int64)
-        numbered = _numbered_by_geometry(trace, kernels)
+        # kernels of a green context run on fewer SMs than their device's: the context's SM count is a sixth
+        # input where any kernel carries one (the float64 path; the geometry path numbers the five)
+        green = _carries_values(trace, "context_sm_count")
+        numbered = None if green else _numbered_by_geometry(trace, kernels)
         if numbered is None:
             inputs = _calculator_inputs(kernels)
+            if green:
+                inputs.append(_float_column(kernels, "context_sm_count"))
             config, first = _configurations(inputs)
             numbered = config, [values[first] for values in inputs]
-        self.config, (self.device, self.threads, self.grid, self.registers, self.shared) = numbered
+        self.config, per_config = numbered
+        self.device, self.threads, self.grid, self.registers, self.shared = per_config[:5]
+        # per configuration, the SMs of its kernels' context where fewer than the device's (NaN: the device's)
+        self.context_sms: np.ndarray | None = per_config[5] if len(per_config) > 5 else None
+
+
+def _carries_values(trace: Trace, name: str) -> bool:
+    """Whether some row of the stored column ``name`` holds a value (False: absent, or null everywhere)."""
+    stored = trace.store.columns.get(name)
+    values = stored.values if isinstance(stored, SparseColumn) else stored
+    return values is not None and (not isinstance(values, pa.Array) or len(values) > values.null_count)
 
 
 def _calculator_inputs(kernels: _Columns) -> list[np.ndarray]:
@@ -431,8 +450,10 @@ class KernelOccupancy:
         present = np.sort(device[~np.isnan(device)])  # distinct: not np.unique, which imports numpy.ma
         first = np.ones(present.size, dtype=bool)
         first[1:] = present[1:] != present[:-1]
+        sm_of = np.full(n, np.nan)  # the SMs each configuration's kernels may use (NaN: unknown)
+        context_sms = launches.context_sms
         for dev in present[first].astype(np.int64):
-            mask = device == dev
+            on_device = device == dev
             info = trace.device_info(int(dev))
             sm_count = info.get("sm_count")
             if not sm_count or sm_count < 0:  # unknown, or a damaged header's count: no grid fill
@@ -444,25 +465,41 @@ class KernelOccupancy:
                 "sm_count": sm_count,
             }
             self.device_notes[int(dev)] = note
-            if sm_count:
-                grid_fill[mask] = np.minimum(1.0, grid[mask] / int(sm_count))
+            sm_of[on_device] = float(sm_count) if sm_count else np.nan
+            if context_sms is not None:  # a green context's kernels: its SMs (never more than the device's)
+                own = on_device & np.isfinite(context_sms) & (context_sms > 0)
+                sm_of[own] = np.fmin(context_sms[own], sm_of[own])
+            known = on_device & np.isfinite(sm_of)
+            grid_fill[known] = np.minimum(1.0, grid[known] / sm_of[known])
             try:
                 limits = occupancy_calc.device_limits(info)
             except LimitsUnavailable as why:
                 note["reason"] = str(why)
                 continue
             note["limits"] = limits
-            shape[mask] = occupancy_calc.shape_occupancy(limits, threads[mask])
-            if np.isnan(registers[mask]).all():
+            shape[on_device] = occupancy_calc.shape_occupancy(limits, threads[on_device])
+            if np.isnan(registers[on_device]).all():
                 note["reason"] = "the trace records no registers per thread for this device's kernels"
                 continue
-            res = occupancy_calc.compute(limits, threads[mask], registers[mask], shared[mask], grid[mask])
-            theoretical[mask] = res.theoretical
-            estimated[mask] = res.estimated_achieved
-            waves[mask] = res.waves
-            blocks_per_sm[mask] = res.blocks_per_sm
-            active[mask] = res.active_blocks_per_sm
-            limiter[mask] = res.limiter
+            values = sm_of[
+                on_device
+            ]  # its kernels' SM counts: the device's, each green context's (NaN: unknown)
+            distinct = np.sort(values[np.isfinite(values)])  # (not np.unique, which imports numpy.ma)
+            counts = [
+                float(c) for c in distinct[np.append(True, distinct[1:] != distinct[:-1])[: distinct.size]]
+            ]
+            for c in counts + ([np.nan] if np.isnan(values).any() else []):  # a calculator run per SM count
+                mask = on_device & (np.isnan(sm_of) if np.isnan(c) else sm_of == c)
+                sm_limits = dataclasses.replace(limits, sm_count=None if np.isnan(c) else int(c))
+                res = occupancy_calc.compute(
+                    sm_limits, threads[mask], registers[mask], shared[mask], grid[mask]
+                )
+                theoretical[mask] = res.theoretical
+                estimated[mask] = res.estimated_achieved
+                waves[mask] = res.waves
+                blocks_per_sm[mask] = res.blocks_per_sm
+                active[mask] = res.active_blocks_per_sm
+                limiter[mask] = res.limiter
         # per launch, each gathered on first read (_PerLaunch): the load reads two of them
         self._config = launches.config.astype(
             np.intp
@@ -482,6 +519,8 @@ class KernelOccupancy:
             "grid_fill": grid_fill,  # min(1, grid blocks / SMs)
             "shape": shape,  # occupancy the block shape alone allows
         }
+        if context_sms is not None:  # the SMs of the configurations' green contexts (NaN: the device's)
+            self._per_config["context_sms"] = context_sms
 
     @property
     def per_config(self) -> dict[str, np.ndarray]:

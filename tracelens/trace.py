@@ -42,7 +42,7 @@ pc: Any = _Compute()
 if TYPE_CHECKING:  # pandas is imported where a frame is asked for: a load alone never needs it
     import pandas as pd
 
-TABLE_SCHEMA_VERSION = "1.3"
+TABLE_SCHEMA_VERSION = "1.4"
 
 # Values of the `kind` column. Readers map their own categories onto these and nothing else.
 KERNEL = "kernel"
@@ -130,6 +130,9 @@ EVENT_SCHEMA = pa.schema(
         pa.field("collective_name", _DICT),
         pa.field("process_group", _DICT),
         pa.field("group_ranks", _DICT),
+        # Added in 1.4: the SMs a kernel's CUDA context may use where the producer records fewer than the device's
+        # (a green context of CUDA 12.4+, Nsight's TARGET_INFO_CUDA_CONTEXT_INFO.numMultiprocessors).
+        pa.field("context_sm_count", pa.int32()),
     ]
 )
 # Columns a table written before their schema version may lack (read back as null).
@@ -146,6 +149,7 @@ COLUMNS_ADDED_SINCE_1_0 = (
     "collective_name",
     "process_group",
     "group_ranks",
+    "context_sm_count",
 )
 # The timeline is int64 ns; readers keep times within +-MAX_TIME_NS (about 146 years) so that sums and
 # differences of two times cannot overflow. A reader given a time beyond it drops or rejects it.

@@ -210,9 +210,12 @@ def _clock_skew(matched: np.ndarray, start: np.ndarray, call_start: np.ndarray) 
 def recorder(trace: Trace) -> str:
     """Which profiler's instructions apply: ``pytorch``, ``nsys``, ``tensorflow``, ``jax`` or ``default``."""
     meta = trace.metadata
-    if meta.source_format == "nsys" or "nsight" in (meta.producer or "").lower():
+    # a file tracelens annotate wrote (Kineto's format) from another producer's trace: that producer's instructions
+    origin = meta.extra.get("annotated_from") if isinstance(meta.extra, dict) else None
+    fmt = origin.get("format") or meta.source_format if isinstance(origin, dict) else meta.source_format
+    if fmt == "nsys" or "nsight" in (meta.producer or "").lower():
         return "nsys"
-    if meta.source_format == "kineto":
+    if fmt == "kineto":
         return "pytorch"
     return meta.framework if meta.framework in ("pytorch", "tensorflow", "jax") else "default"
 

@@ -3,8 +3,9 @@
 The trace's own events are written in Kineto's shape (categories ``kernel``, ``gpu_memcpy``, ``cuda_runtime``,
 ``cpu_op``, ``user_annotation``, ...; GPU ops on pid = device, tid = stream; ``args.correlation``; kernels' grid,
 block, registers and shared memory, ops' recorded shapes, flops and collective args under Kineto's keys; the device
-table as ``deviceProperties``), so tracelens and Perfetto read the file back: read back, a Kineto or Nsight trace
-gives the source's summary (an xplane's step rows, named ``step#N`` by its reader, are written as ``tracelens/step#N``
+table as ``deviceProperties``; an XSpace's or Nsight export's producer as ``tracelensSource``, so that it reads back
+as that producer's: :func:`source_of`), so tracelens and Perfetto read the file back: read back, a Kineto or Nsight
+trace gives the source's summary (an xplane's step rows, named ``step#N`` by its reader, are written as ``tracelens/step#N``
 so that they are found again: :func:`_step_names`). The added tracks live in their own process, ANNOTATION_PID
 ("tracelens"), as slices of their own category, ``tracelens`` (TRACK_CATEGORY: the Kineto reader skips it, so a read-back trace is
 the program's alone):
@@ -29,6 +30,9 @@ each rank's devices in order: rank 0's GPU 0 is 0, rank 1's GPU 0 is 1 when rank
 read-back keeps the ranks' GPUs apart, and ``args.local_device`` keeps the rank's own number. Times are aligned on the ranks' own clocks: each
 rank's table time + (its time origin - the earliest rank's), so simultaneous events line up where the ranks'
 clocks agree (the same host clock; across hosts, as far as their clocks are synchronized).
+
+One module on purpose (about 610 lines): the program's events and the added tracks share one pid/tid numbering,
+written in one place.
 """
 
 from __future__ import annotations
@@ -536,8 +540,28 @@ def added_tracks(
     return events
 
 
-def _write(events: list[str], path: str | Path, devices: list[dict[str, Any]] | None = None) -> int:
-    head = '{"deviceProperties":' + msgspec.json.encode(devices).decode() + "," if devices else "{"
+def source_of(traces: list[Trace]) -> dict[str, str] | None:
+    """What the traces were, as the file's ``tracelensSource``: read back, it is that producer's trace, not PyTorch's
+    (the Kineto reader's default). None for PyTorch's own traces, or a run of mixed producers."""
+    seen = {
+        (m.source_format, m.framework, m.producer, m.producer_version) for m in (t.metadata for t in traces)
+    }
+    if len(seen) != 1 or next(iter(seen))[:2] == ("kineto", "pytorch"):
+        return None
+    return dict(zip(("format", "framework", "producer", "producer_version"), seen.pop(), strict=True))
+
+
+def _write(
+    events: list[str],
+    path: str | Path,
+    devices: list[dict[str, Any]] | None = None,
+    source: dict[str, str] | None = None,
+) -> int:
+    head = "{"
+    if source:  # before the events, where the reader's header is
+        head += '"tracelensSource":' + msgspec.json.encode(source).decode() + ","
+    if devices:
+        head += '"deviceProperties":' + msgspec.json.encode(devices).decode() + ","
     data = (head + '"traceEvents":[' + ",".join(events) + "]}").encode()
     target = Path(path)
     target.write_bytes(gzip.compress(data) if target.name.endswith(".gz") else data)
@@ -548,7 +572,7 @@ def write_annotated(trace: Trace, doc: dict[str, Any], path: str | Path) -> int:
     """Write the annotated Chrome trace (gzip when the name ends in .gz); return the number of events."""
     own = _trace_events(trace)
     added = [msgspec.json.encode(e).decode() for e in added_tracks(trace, doc)]
-    return _write(own + added, path, device_properties(trace))
+    return _write(own + added, path, device_properties(trace), source_of([trace]))
 
 
 def rank_shifts(traces: list[Trace]) -> list[int]:
@@ -583,4 +607,4 @@ def write_annotated_run(ranks: list[tuple[int, str, Trace, dict[str, Any]]], pat
                 trace, doc, pid=rank, tid_base=TRACK_TID_BASE, shift_ns=shift, process_name=None
             )
         )
-    return _write(events, path, devices)
+    return _write(events, path, devices, source_of([trace for _, _, trace, _ in ranks]))

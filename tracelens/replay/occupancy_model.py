@@ -73,6 +73,9 @@ def kernel_model(trace: Trace, g: Graph) -> tuple[np.ndarray, np.ndarray, dict[s
     for dev, note in occ.device_notes.items():  # a loop over devices
         if note.get("sm_count"):
             sm_count[per_config["device"] == dev] = float(note["sm_count"])
+    if "context_sms" in per_config:  # a green context's kernels fill its SMs, not the device's
+        context = per_config["context_sms"]
+        sm_count = np.where(np.isfinite(context) & (context > 0), context, sm_count)
     quantized = wave_fill(per_config["grid"], sm_count, per_config["active"].astype(float))
     shape = np.where(shape_limited, shape, 1.0)
     sm_fill = np.nan_to_num(per_config["grid_fill"], nan=1.0) * shape  # the occupancy section's SM fill

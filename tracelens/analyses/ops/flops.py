@@ -341,7 +341,8 @@ def compute_report(trace: Trace) -> dict[str, Any]:
     if not counted.recorded:
         out["reason"] = (
             "the trace records no XLA flops (no flops stat on its XLA op or GPU op events)"
-            if trace.metadata.source_format == "xplane"
+            # (an XLA profile, or one tracelens annotate wrote from it: its framework is still jax or tensorflow)
+            if trace.metadata.source_format == "xplane" or trace.metadata.framework in ("jax", "tensorflow")
             else "the trace records no input shapes or flops (profile with record_shapes=True)"
         )
         return out

@@ -66,3 +66,19 @@ def with_fallback(parts: Appended, field: str, fallback: str) -> np.ndarray:
 def stream_column(parts: Appended, kept: np.ndarray, at: np.ndarray, n: int) -> Stored:
     """The stream column: each GPU row's stream, or its Kineto tid where args have none, at its table row."""
     return sparse_column(np.take(with_fallback(parts, "stream", "gpu_tid"), kept), at, n, "stream")
+
+
+def no_device_count(devices: np.ndarray) -> int:
+    """How many GPU ops' devices (args.device, else pid; float, NaN where neither) are no GPU number the int32
+    device column holds (missing, negative, fractional, or past 2^31 - 1: CUPTI's 0xFFFFFFFF): the table keeps
+    them with a null device, in the kernel tables and out of every per-GPU figure."""
+    ok = (devices >= 0) & (devices < 2**31)  # (NaN compares False)
+    ok &= np.floor(devices) == devices
+    return int(devices.size - np.count_nonzero(ok))
+
+
+def no_device_warning(count: int) -> str:
+    return (
+        f"{count:,} GPU op(s) name no device (args.device and pid are no GPU number, e.g. 4294967295, or both "
+        "missing): counted in the kernel tables, left out of every per-GPU figure"
+    )

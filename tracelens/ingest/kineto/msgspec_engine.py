@@ -95,6 +95,9 @@ _AnyEvent = msgspec.defstruct(
 # The profiler's own log, written at the document's top level (libkineto LoggerCollector): completeness reads
 # what it says was dropped (tracelens/ingest/profiler_log.py).
 LOG_LEVELS = ("INFO", "WARNING", "ERROR")
+# What ``tracelens annotate`` writes of the trace it annotated (its format, framework and producer): a Chrome trace
+# it wrote from an XSpace or an Nsight export is read back as that producer's, not as PyTorch's.
+SOURCE_MEMBER = "tracelensSource"
 # The document's other members, read as they come; the typed and the loose document differ only in the events.
 _DOCUMENT_MEMBERS = [
     (name, Any, None)
@@ -105,6 +108,7 @@ _DOCUMENT_MEMBERS = [
         "schemaVersion",
         "displayTimeUnit",
         "traceName",
+        SOURCE_MEMBER,
         *LOG_LEVELS,
     )
 ]
@@ -237,6 +241,7 @@ def document_fields(doc: Any) -> dict[str, Any]:
         "schemaVersion",
         "displayTimeUnit",
         "traceName",
+        SOURCE_MEMBER,
         *LOG_LEVELS,
     )
     return {n: getattr(doc, n) for n in names if getattr(doc, n) is not None}
@@ -412,3 +417,23 @@ def _loose_args(args: Any) -> _AnyArgs:
         return msgspec.convert(args, _AnyArgs)
     except msgspec.ValidationError:
         return _NO_ANY_ARGS
+
+
+# the frameworks TraceMetadata names (a file's own value outside them is not taken)
+_FRAMEWORKS = frozenset({"pytorch", "tensorflow", "jax", "cuda", "unknown"})
+
+
+def annotated_source(source: Any, extra: dict[str, Any]) -> tuple[str, str, str]:
+    """(producer, producer version, framework) of a Kineto-format file: PyTorch's, unless ``tracelens annotate``
+    wrote it from another producer's trace (its ``tracelensSource`` member, which ``extra`` then records). Read as
+    PyTorch's, an annotated JAX or TensorFlow profile was called a PyTorch one (and told PyTorch's remedies)."""
+    if isinstance(source, dict) and source.get("framework") in _FRAMEWORKS:
+        producer, version = source.get("producer"), source.get("producer_version")
+        if isinstance(producer, str) and producer:
+            extra["annotated_from"] = {
+                "format": str(source.get("format") or ""),
+                "producer": producer,
+                "framework": source["framework"],
+            }
+            return producer, version if isinstance(version, str) else "", str(source["framework"])
+    return "PyTorch Profiler (Kineto)", "", "pytorch"

@@ -31,6 +31,7 @@ from ...trace import (
 )
 from ...values import int_or_none
 from ..profiler_log import kineto_log_lines, profiler_drops
+from . import gpu_columns
 from .appended import Appended
 from .blocks import (
     DEVICE_SIDE,
@@ -43,6 +44,7 @@ from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
 from .labels import Interner, memcpy_kinds, sync_label
+from .msgspec_engine import SOURCE_MEMBER, annotated_source
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
     LaunchIndex,
@@ -297,6 +299,7 @@ class Columns:
         device_values = np.take(device_values, kept_gpu)
         # The host pid of device rows: their launch's, by correlation id (GPU annotations: none).
         device_rows = np.flatnonzero(DEVICE_SIDE[gpu_kind])
+        deviceless = gpu_columns.no_device_count(np.take(device_values, device_rows))  # (said in a warning)
         kept_device = np.take(kept_gpu, device_rows)
         device_correlation = np.take(parts.pop("gpu_correlation"), kept_device)
         at_device = at[device_rows]
@@ -447,12 +450,15 @@ class Columns:
                 "some events had fields of unexpected types; numbers written as strings were read, other such "
                 "values left empty" + (f" (first: {self.problem})" if self.problem else "")
             )
+        warnings += [gpu_columns.no_device_warning(deviceless)] if deviceless else []
+        producer, version, framework = annotated_source(document.get(SOURCE_MEMBER), extra)
         metadata = TraceMetadata(
             source_format="kineto",
             source_path=str(self.path),
-            producer="PyTorch Profiler (Kineto)",
+            producer=producer,
+            producer_version=version,
             format_version=str(document.get("schemaVersion", "")),
-            framework="pytorch",
+            framework=framework,
             time_origin_ns=origin + base,
             clock="unix",
             rank=int_or_none(distributed.get("rank")),

@@ -161,6 +161,26 @@ class Part:
             self.columns[name] = values.cast(typ) if values.type != typ else detach(values)
 
 
+# Largest device ordinal the event table holds (its device column is int32).
+_MAX_ORDINAL = 2**31 - 1
+
+
+def gpu_ordinals(device_ids: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A GPU table's ``deviceId`` column, the values that are no CUDA device ordinal (negative, or beyond int32:
+    CUPTI writes 0xFFFFFFFF, ``CUPTI_UNIFIED_MEMORY_CPU_DEVICE_ID``, where a record is of no device) made null.
+    The schema's INTEGER holds any int64; kept, such a value failed the int32 device column and refused the whole
+    file. The nulls are then left out, with their count, as the rows of no device (:func:`drop_rows_without_device`)."""
+    if not len(device_ids) or not pa.types.is_integer(device_ids.type):
+        return device_ids  # empty, all null (typed null) or not integers (the Part's cast reports those)
+    bounds = pc.min_max(device_ids)  # one pass, no copy: the column is kept as fetched where all are ordinals
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if lo is None or (lo >= 0 and hi <= _MAX_ORDINAL):
+        return device_ids
+    ids = device_ids.combine_chunks() if isinstance(device_ids, pa.ChunkedArray) else device_ids
+    foreign = pc.or_(pc.less(ids, 0), pc.greater(ids, _MAX_ORDINAL))
+    return pc.if_else(foreign, pa.scalar(None, ids.type), ids)
+
+
 def drop_rows_without_device(parts: list[Part]) -> int:
     """Remove the GPU rows whose device is null from the GPU parts (in place); how many there were. A GPU op of
     no device is on no GPU's timeline: kept, it counted as a kernel while every per-GPU figure left it out."""
@@ -176,6 +196,25 @@ def drop_rows_without_device(parts: list[Part]) -> int:
                 part.columns[name] = values.filter(keep)
         dropped += device.null_count
         part.n -= device.null_count
+    return dropped
+
+
+def drop_rows_without_start(parts: list[Part]) -> int:
+    """Remove the rows (of any table) whose start is null (in place); how many there were. nsys writes every
+    ``start`` (NOT NULL); a null (a damaged or hand-edited export) was read as 0, the session's start: a kernel
+    then ran from there to its end, the GPU "busy" the whole time and the trace called healthy."""
+    dropped = 0
+    for part in parts:
+        start = part.columns.get("start_ns")
+        if start is None or not start.null_count:
+            continue
+        count = start.null_count
+        keep = start.is_valid()
+        for name, values in part.columns.items():
+            if isinstance(values, (pa.Array, pa.ChunkedArray)):
+                part.columns[name] = values.filter(keep)
+        dropped += count
+        part.n -= count
     return dropped
 
 

@@ -18,14 +18,19 @@ from .columns import (
     decode_pid,
     decode_tid,
     dict_array,
+    gpu_ordinals,
     id_numpy,
     int64_numpy,
     kind_column,
     kind_const,
 )
+from .contexts import context_sm_counts
 from .database import Database
 from .enums import coded_column, copy_labels, mem_labels, sync_labels
 from .strings import MISSING, UNNAMED, Strings
+
+# The name of a kernel row with neither a demangled nor a short name.
+NO_KERNEL_NAME = "<kernel name not in the export>"
 
 # RUNTIME eventClass values (ENUM_NSYS_EVENT_CLASS): driver API classes, and the backtrace classes under
 # which some exports repeat a call that already has its own row.
@@ -38,7 +43,7 @@ def _gpu_common(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
     cols, owned = _times(t)
     return {
         **cols,
-        "device": t.column("deviceId"),
+        "device": gpu_ordinals(t.column("deviceId")),
         "stream": t.column("streamId"),
         "correlation_id": t.column("correlationId"),
         "pid": decode_pid(t.column("globalPid")),
@@ -60,8 +65,11 @@ def _times(t: pa.Table) -> tuple[dict[str, Any], tuple[str, ...]]:
     return times, tuple(owned)
 
 
-def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
-    """CUPTI_ACTIVITY_KIND_KERNEL: the kernels, and their short names by demangled name."""
+def kernel_rows(
+    t: pa.Table, strings: Strings, green_sms: dict[tuple[int, int], int] | None = None
+) -> tuple[Part, dict[str, str]]:
+    """CUPTI_ACTIVITY_KIND_KERNEL: the kernels, and their short names by demangled name; with ``green_sms``
+    (:func:`.processes.green_context_sms`), each green-context kernel's SMs (``context_sm_count``)."""
     name = strings.lookup(t.column("demangledName"))
     short_ids = t.column("shortName")
     values = strings.values
@@ -73,6 +81,11 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
         missing_id = np.where(name == MISSING, id_numpy(t.column("demangledName")), id_numpy(short_ids))
         name = np.where(name >= 0, name, fallback).astype(np.int32)
         name, values = strings.placeholders(name, missing_id, values)
+        if (name == UNNAMED).any():
+            # neither name (null ids; a newer schema's renamed columns, read as NULL): one name that says so, not a
+            # null that every by-name table showed as one kernel named ""
+            name = np.where(name == UNNAMED, len(values), name).astype(np.int32)
+            values = pa.concat_arrays([values, pa.array([NO_KERNEL_NAME], values.type)])
     cols, owned = _gpu_common(t)
     cols.update(
         {
@@ -90,6 +103,13 @@ def kernel_rows(t: pa.Table, strings: Strings) -> tuple[Part, dict[str, str]]:
             "graph_id": t.column("graphId"),
         }
     )
+    if green_sms and "greenContextId" in t.column_names:
+        cols["context_sm_count"] = context_sm_counts(
+            int64_numpy(cols["pid"], fill=-1),
+            int64_numpy(t.column("greenContextId"), fill=0),
+            int64_numpy(t.column("contextId"), fill=0),
+            green_sms,
+        )
     # Keep the short names reachable: demangled name -> short name, read at each name's first row.
     first_row = np.full(len(values) + 1, -1, np.int64)
     rows = np.arange(name.size, dtype=np.int64)

@@ -147,6 +147,32 @@ def map_devices_to_gpus(parts: list[Part], gpus: dict[tuple[int, int], int]) -> 
     return changed
 
 
+def ordinals_shared_by_processes(parts: list[Part], gpus: dict[tuple[int, int], int]) -> dict[int, list[int]]:
+    """CUDA device ordinal -> the processes (sorted) that run GPU ops on it, where more than one does and the export
+    names no GPU for those (pid, ordinal) pairs (``gpus``: :func:`cuda_device_gpus`). Read as one device: with
+    CUDA_VISIBLE_DEVICES set per rank, each rank's "device 0" is a GPU of its own, merged here into one busy union
+    (twice the kernel time of one GPU); or the processes shared one GPU. The export cannot tell which."""
+    pids, devices = [], []
+    for part in parts:
+        device, pid = part.columns.get("device"), part.columns.get("pid")
+        if part.host or "sync_kind" in part.columns or device is None or pid is None or not part.n:
+            continue
+        pids.append(int64_numpy(pid, fill=-1))
+        devices.append(int64_numpy(device, fill=-1))
+    if not pids:
+        return {}
+    pid, device = np.concatenate(pids), np.concatenate(devices)
+    known = (pid >= 0) & (device >= 0)
+    if gpus:  # the pairs the export maps to a GPU are that GPU (map_devices_to_gpus)
+        mapped = np.array([p * PROCESS_SHIFT + c for p, c in gpus], np.int64)
+        known &= ~np.isin(pid * PROCESS_SHIFT + device, mapped)
+    pairs = pa.table({"device": device[known], "pid": pid[known]}).group_by(["device", "pid"]).aggregate([])
+    shared: dict[int, list[int]] = {}
+    for dev, proc in zip(pairs.column("device").to_pylist(), pairs.column("pid").to_pylist(), strict=True):
+        shared.setdefault(dev, []).append(proc)  # (a loop over distinct pairs: processes x devices)
+    return {dev: sorted(procs) for dev, procs in sorted(shared.items()) if len(procs) > 1}
+
+
 # API calls that enqueue GPU work, by name: kernel and graph launches, copies and memsets (runtime and driver).
 _ENQUEUING_CALL = r"^(cuda|cu|hip)\w*(Launch|Memcpy|Memset)"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from . import nvtx_payload
+from .contexts import green_context_sms
 from .database import Database
 
 TABLE_KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -100,6 +101,18 @@ def table_queries(
     # A GPU row without its device is an op of no GPU: every GPU analysis would leave it out and the trace read as
     # healthy. nsys writes deviceId in every GPU table; without it the table is skipped, with a warning.
     gpu_required = ["start", "end", "deviceId"]
+    # the join of each GPU op to its launch call: read without it, every launch, queue and attribution figure is
+    # made of no pair, with no word
+    for table in (TABLE_KERNEL, TABLE_MEMCPY, TABLE_MEMSET, TABLE_RUNTIME):
+        if table in db.tables and "correlationId" not in db.columns(table):
+            warnings.append(
+                f"{table} lacks column(s) correlationId (a newer schema?): its rows join no launch call or GPU op"
+            )
+    if TABLE_KERNEL in db.tables and not {"demangledName", "shortName"} & set(db.columns(TABLE_KERNEL)):
+        warnings.append(
+            f"{TABLE_KERNEL} lacks column(s) demangledName, shortName (a newer schema?): its kernels are read "
+            "unnamed, each called <kernel name not in the export>"
+        )
     specs = {
         TABLE_KERNEL: _select(
             db,
@@ -119,7 +132,9 @@ def table_queries(
                 "staticSharedMemory",
                 "dynamicSharedMemory",
                 "graphId",
-            ],
+            ]
+            # a green context's kernels are judged against its SMs: read which context each ran in where any is
+            + (["greenContextId", "contextId"] if green_context_sms(db) else []),
             gpu_required,
         ),
         TABLE_MEMCPY: _select(

@@ -17,7 +17,8 @@ import pyarrow.compute as pc
 from ...errors import InputError
 from ...trace import MAX_TIME_NS, OSRT, OVERHEAD, Trace, TraceMetadata
 from .assembly import assemble
-from .columns import Part, drop_rows_without_device, drop_untimed_rows
+from .columns import Part, drop_rows_without_device, drop_rows_without_start, drop_untimed_rows
+from .contexts import green_context_sms
 from .database import Database
 from .fetch import Builder, fetch_parts
 from .mappers import (
@@ -43,6 +44,7 @@ from .processes import (
     cuda_device_gpus,
     key_correlation_ids_by_process,
     map_devices_to_gpus,
+    ordinals_shared_by_processes,
     processes_without_gpu_rows,
     sync_devices_from_ops,
 )
@@ -165,7 +167,15 @@ class NsysReader:
 
         deviceless = drop_rows_without_device(parts)
         if deviceless:  # nsys writes every GPU row's device: a damaged or hand-edited export
-            lost = f"{deviceless:,} GPU row(s) have no device (deviceId null): left out of the analysis"
+            lost = (
+                f"{deviceless:,} GPU row(s) have no device (deviceId null, or a value that is no CUDA device "
+                "ordinal, such as CUPTI's invalid id 4294967295): left out of the analysis"
+            )
+            self.warnings.append(lost)
+            said.append(lost)
+        startless = drop_rows_without_start(parts)
+        if startless:  # nsys writes every start: a damaged or hand-edited export
+            lost = f"{startless:,} row(s) have no start time (start null): left out of the analysis"
             self.warnings.append(lost)
             said.append(lost)
         untimed = drop_untimed_rows(parts)
@@ -197,6 +207,16 @@ class NsysReader:
         key_correlation_ids_by_process(parts)
         # deviceId is the CUDA ordinal inside each process: each rank's "device 0" is the GPU nsys maps it to
         gpus = cuda_device_gpus(db)
+        shared = ordinals_shared_by_processes(parts, gpus)
+        if shared:  # one device as read: say that it may be several GPUs
+            named = "; ".join(
+                f"CUDA device {d}: processes {', '.join(map(str, p))}" for d, p in shared.items()
+            )
+            self.warnings.append(
+                f"several processes run GPU ops on one CUDA device number and the export does not say which GPU "
+                f"each is (no TARGET_INFO_CUDA_DEVICE row): {named}. Each such number is read as one GPU: if each "
+                "process had a GPU of its own (CUDA_VISIBLE_DEVICES per rank), the figures merge those GPUs"
+            )
         map_devices_to_gpus(parts, gpus)
         # CUPTI's synchronization record has no device (nsys writes 0): its stream's or process's GPU's
         sync_devices_from_ops(parts)
@@ -251,8 +271,10 @@ class NsysReader:
     def _builders(self, db: Database, strings: Strings) -> dict[str, Builder]:
         """Per table, the function that turns its fetched rows into a part (keeping what else they say)."""
 
+        green = green_context_sms(db)
+
         def kernels(box: list[pa.Table]) -> Part:
-            part, self._short_names = kernel_rows(box.pop(), strings)
+            part, self._short_names = kernel_rows(box.pop(), strings, green)
             return part
 
         def nvtx(box: list[pa.Table]) -> Part | None:

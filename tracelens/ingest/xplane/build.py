@@ -395,6 +395,13 @@ def _metadata(
                 for h in hosts
                 if h.ordinal not in with_gpu
             )
+    for host in hosts:
+        if host.copied_planes:
+            copies = sorted(set(host.copied_planes))
+            warnings.append(
+                f"{host.path.name}: {len(host.copied_planes)} plane(s) are copies (the plane id aside) of an "
+                f"earlier plane of the same name ({', '.join(copies)}): each read once"
+            )
     unread = sorted({name for host in hosts for name in host.unread_devices})
     if unread:
         warnings.append(

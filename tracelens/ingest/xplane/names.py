@@ -10,18 +10,46 @@ import numpy as np
 from .space import stat_value
 
 
-def metadata_table(planes: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Sorted keys (plane << 32 | id) and names of every plane's event or stat metadata."""
-    keys: list[int] = []
+def metadata_ids(planes: list[Any], kind: str) -> np.ndarray:
+    """Every metadata id of ``kind`` ("event" or "stat") the planes define, sorted and distinct: the ranks
+    :func:`plane_keys` numbers ids by."""
+    ids = [
+        int(key)
+        for plane in planes
+        for key in (plane.event_metadata if kind == "event" else plane.stat_metadata)
+    ]
+    return np.unique(np.asarray(ids, np.int64))
+
+
+def plane_keys(plane: np.ndarray, ids: np.ndarray, universe: np.ndarray) -> np.ndarray:
+    """One int64 key per (plane, metadata id) pair, exact for any int64 id: ``plane`` times the id count, plus the
+    id's rank in ``universe`` (:func:`metadata_ids`); an id no metadata entry has takes the rank past them all. The
+    ids are int64 in the proto: the former ``plane << 32 | id & 0xFFFFFFFF`` made ids 1 and 2^32 + 1 one key (an
+    event took another's name, a stat another's meaning)."""
+    ids = np.asarray(ids).view(np.int64) if np.asarray(ids).dtype == np.uint64 else np.asarray(ids, np.int64)
+    n = universe.size
+    rank = np.searchsorted(universe, ids)
+    found = universe[np.minimum(rank, n - 1)] == ids if n else np.zeros(ids.shape, bool)
+    return np.asarray(plane, np.int64) * (n + 1) + np.where(found, rank, n)
+
+
+def metadata_table(planes: list[Any], kind: str) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
+    """Sorted keys (:func:`plane_keys`) and names of every plane's event or stat metadata, and the id universe
+    the keys are made with."""
+    plane_of: list[int] = []
+    ids: list[int] = []
     names: list[str] = []
     for index, plane in enumerate(planes):
         table = plane.event_metadata if kind == "event" else plane.stat_metadata
         for key, meta in table.items():
-            keys.append((index << 32) | (int(key) & 0xFFFFFFFF))
+            plane_of.append(index)
+            ids.append(int(key))
             names.append(meta.name)
-    key_arr = np.asarray(keys, dtype=np.int64)
+    id_arr = np.asarray(ids, dtype=np.int64)
+    universe = np.unique(id_arr)
+    key_arr = plane_keys(np.asarray(plane_of, np.int64), id_arr, universe)
     order = np.argsort(key_arr, kind="stable")
-    return key_arr[order], order, names
+    return key_arr[order], order, names, universe
 
 
 def display_names(planes: list[Any]) -> list[str]:
@@ -54,17 +82,23 @@ def metadata_flops(planes: list[Any]) -> np.ndarray:
 
 def event_names(planes: list[Any], event_plane: np.ndarray, mid: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """Per event, an index into the returned names (every plane's event metadata, then "" for unknown ids)."""
-    ev_keys, ev_order, ev_names = metadata_table(planes, "event")
+    ev_keys, ev_order, ev_names, universe = metadata_table(planes, "event")
     unknown = len(ev_names)
-    ids = ev_keys & 0xFFFFFFFF
-    max_id = int(ids.max()) if ids.size else 0
-    if 0 <= max_id < 1 << 20 and len(planes) * (max_id + 2) < 1 << 26 and (mid >= 0).all():
-        # metadata ids are small and dense: one (plane, id) table lookup per event
+    if (
+        universe.size
+        and 0 <= universe[0]
+        and universe[-1] < 1 << 20
+        and len(planes) * (universe[-1] + 2) < 1 << 26
+    ):
+        # metadata ids are small and dense: one (plane, id) table lookup per event (an id outside the table,
+        # negative or past it, reads the unknown column)
+        max_id = int(universe[-1])
+        ids = universe[ev_keys % (universe.size + 1)]
         table = np.full((max(len(planes), 1), max_id + 2), unknown, np.int64)
-        table[ev_keys >> 32, ids] = ev_order
-        index = table[event_plane, np.minimum(mid, max_id + 1)]
+        table[ev_keys // (universe.size + 1), ids] = ev_order
+        index = table[event_plane, np.where((mid >= 0) & (mid <= max_id), mid, max_id + 1)]
     else:
-        pos = lookup(ev_keys, (event_plane.astype(np.int64) << 32) | (mid & 0xFFFFFFFF))
+        pos = lookup(ev_keys, plane_keys(event_plane, mid, universe))
         index = np.where(pos >= 0, ev_order[np.maximum(pos, 0)], unknown)
     return index, ev_names + [""]
 

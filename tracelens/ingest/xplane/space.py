@@ -68,6 +68,9 @@ class Host:
     plane_index: list[int] = field(default_factory=list)  # each of ``planes``' position in space.planes
     # device planes of other kinds that hold lines (``/device:TPU:0``, ``/device:CUSTOM:…``): not read
     unread_devices: list[str] = field(default_factory=list)
+    # planes left out as copies of an earlier plane of the same name (its id aside: a writer or merge that wrote
+    # one plane twice): read, every event counted twice (kernel time past the busy time)
+    copied_planes: list[str] = field(default_factory=list)
 
 
 def _read_padded(file: Path) -> np.ndarray:
@@ -89,6 +92,16 @@ def _read_padded(file: Path) -> np.ndarray:
     return buffer
 
 
+def _content(plane: Any) -> bytes:
+    """A plane's bytes but its ``id`` (field 1): two planes of equal content are one plane written twice."""
+    if not plane.id:
+        return plane.SerializeToString()
+    clone = type(plane)()
+    clone.CopyFrom(plane)
+    clone.id = 0
+    return clone.SerializeToString()
+
+
 def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
     """One file's XSpace as host ``ordinal`` (its GPUs numbered from ``device_offset``), and how many device
     numbers it takes (its highest GPU index + 1)."""
@@ -108,8 +121,24 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
         path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data, buffer=buffer
     )
     max_gpu = -1
+    seen: dict[
+        str, list[bytes]
+    ] = {}  # the read planes' serialized bytes by name, kept only where names repeat
+    first_of: dict[str, Any] = {}
     for in_space, plane in enumerate(space.planes):
         match = _GPU_PLANE.match(plane.name)
+        if (plane.name == HOST_PLANE or match) and plane.name in first_of:
+            # XProf looks a named plane up as the first of that name (FindPlaneWithName); its device tools take
+            # every GPU plane and would count a copy twice. A copy (the same content, whatever its plane id: a merge
+            # may number the copy anew) is read once; a same-named plane
+            # of other content is read as well, its events on the same device (as a plane split in two).
+            copies = seen.setdefault(plane.name, [_content(first_of[plane.name])])
+            mine = _content(plane)
+            if mine in copies:
+                host.copied_planes.append(plane.name)
+                continue
+            copies.append(mine)
+        first_of.setdefault(plane.name, plane)
         if plane.name == HOST_PLANE:
             host.planes.append((plane, None))
             host.plane_index.append(in_space)

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from . import wire
 from .lines import LINE_HOST, LINE_STEPS, LINE_STREAM, LINE_XLA_OPS
-from .names import lookup, metadata_table, valid_flops
+from .names import lookup, metadata_ids, metadata_table, plane_keys, valid_flops
 
 # Stats the reader needs from events (all others are skipped without being decoded).
 _WANTED_STATS = (
@@ -83,38 +83,40 @@ class StatColumns:
         return entry[1].take(pa.array(where, mask=where < 0))
 
 
-def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (plane << 32 | stat metadata id) of the stats the reader needs, and their codes."""
-    wanted_keys, wanted_codes = [], []
+def _wanted_stat_keys(planes: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted keys (:func:`.names.plane_keys`) of the stats the reader needs, their codes, and the id universe."""
+    universe = metadata_ids(planes, "stat")
+    plane_of, ids, wanted_codes = [], [], []
     for index, plane in enumerate(planes):
         for key, meta in plane.stat_metadata.items():
             if meta.name in _CODE:
-                wanted_keys.append((index << 32) | (int(key) & 0xFFFFFFFF))
+                plane_of.append(index)
+                ids.append(int(key))
                 wanted_codes.append(_CODE[meta.name])
-    wk = np.asarray(wanted_keys, np.int64)
+    wk = plane_keys(np.asarray(plane_of, np.int64), np.asarray(ids, np.int64), universe)
     order = np.argsort(wk)
-    return wk[order], np.asarray(wanted_codes, np.int64)[order]
+    return wk[order], np.asarray(wanted_codes, np.int64)[order], universe
 
 
 def wanted_stat_filter(event_plane: np.ndarray, line_kind: np.ndarray, planes: list[Any]) -> wire.StatFilter:
     """``(event index, stat metadata id) -> keep``: only the stats the reader needs pass."""
-    max_id = max((int(k) for plane in planes for k in plane.stat_metadata.keys()), default=0)
-    dense = 0 <= max_id < 1 << 16
+    all_ids = [int(k) for plane in planes for k in plane.stat_metadata.keys()]
+    max_id = max(all_ids, default=0)
+    dense = 0 <= min(all_ids, default=0) and max_id < 1 << 16
     if dense:  # stat metadata ids are small: a (plane, id) -> code table beats a sorted-key search
         table = np.full((max(len(planes), 1), max_id + 2), -1, np.int8)
         for index, plane in enumerate(planes):
             for key, meta in plane.stat_metadata.items():
-                if meta.name in _CODE and key >= 0:
+                if meta.name in _CODE:
                     table[index, key] = _CODE[meta.name]
     else:
-        wanted, codes = _wanted_stat_keys(planes)
+        wanted, codes, universe = _wanted_stat_keys(planes)
 
     def keep(owner: np.ndarray, mid: np.ndarray) -> np.ndarray:
         if dense:
             code = table[event_plane[owner], np.minimum(mid, np.uint64(max_id + 1)).astype(np.int64)]
         else:
-            keys = (event_plane[owner] << 32) | (mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            hit = lookup(wanted, keys)
+            hit = lookup(wanted, plane_keys(event_plane[owner], mid, universe))
             code = np.where(hit >= 0, codes[np.maximum(hit, 0)], -1)
         useful = code >= 0
         # group_id is on most host events but needed only to number device "Steps" lines; the op stats only
@@ -157,12 +159,11 @@ def decode_stats(
         fields = wire.walk(buf, stat_start[odd], stat_start[odd] + stat_len[odd], keep_fields=(1,))
         stat_mid[odd] = wire.last_value_per_message(fields, 1, odd.size)
 
-    wk, wc = _wanted_stat_keys(planes)
+    wk, wc, universe = _wanted_stat_keys(planes)
     if wk.size == 0:
         return out
     stat_plane = event_plane[stat_event]
-    keys = (stat_plane.astype(np.int64) << 32) | (stat_mid & np.uint64(0xFFFFFFFF)).astype(np.int64)
-    hit = lookup(wk, keys)
+    hit = lookup(wk, plane_keys(stat_plane, stat_mid, universe))
     keep = np.flatnonzero(hit >= 0)
     if keep.size == 0:
         return out
@@ -181,7 +182,7 @@ def decode_stats(
     vstart[msg] = fields.start[value_sel]
     vlen[msg] = fields.length[value_sel]
 
-    stat_keys, stat_order, stat_names = metadata_table(planes, "stat")
+    stat_keys, stat_order, stat_names, _ = metadata_table(planes, "stat")
     stat_names_arr = pa.array(stat_names, pa.string())
     for name, code in _CODE.items():
         sel = np.flatnonzero(codes == code)
@@ -209,10 +210,7 @@ def decode_stats(
                 parts[-1] = _valid_utf8(parts[-1])
             if is_ref.any():
                 idx = sel[is_ref]
-                ref_keys = (s_plane[idx].astype(np.int64) << 32) | (
-                    vvalue[idx] & np.uint64(0xFFFFFFFF)
-                ).astype(np.int64)
-                pos = lookup(stat_keys, ref_keys)
+                pos = lookup(stat_keys, plane_keys(s_plane[idx], vvalue[idx], universe))
                 names_idx = np.where(pos >= 0, stat_order[np.maximum(pos, 0)], -1)
                 parts.append(stat_names_arr.take(pa.array(names_idx, mask=names_idx < 0)))
                 owners.append(ev[is_ref])
