@@ -124,6 +124,7 @@ class Columns:
             "other_phase": 0,
             "lenient_blocks": 0,
             "msgspec_blocks": 0,
+            "surrogates": 0,
         }
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
         # set by finish: whether the GPU ops' ends ascend in table order (stream_order.ends_ascending)
@@ -446,6 +447,11 @@ class Columns:
             warnings.append(
                 "some events had fields of unexpected types; numbers written as strings were read, other such "
                 "values left empty" + (f" (first: {self.problem})" if self.problem else "")
+            )
+        if self.counts["surrogates"]:
+            warnings.append(
+                f"{self.counts['surrogates']:,} unpaired UTF-16 surrogate escape(s) (\\uD800-\\uDFFF without "
+                "their other half) in event strings: read as U+FFFD (the replacement character)"
             )
         metadata = TraceMetadata(
             source_format="kineto",
