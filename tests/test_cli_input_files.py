@@ -59,6 +59,36 @@ def test_a_device_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         _one_line_exit_2(argv, "/dev/null", capsys, "not a regular file (a character device)")
 
 
+@pytest.mark.parametrize("shape", ["two links", "itself"])
+def test_a_symbolic_link_loop_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    """A path whose links loop (the OS says ELOOP; Path.exists says False, as for a missing file): was "no such
+    file or directory"; now what it is, on every command (and through the library: tracelens.load)."""
+    import tracelens
+    from tracelens.errors import InputError
+
+    loop = tmp_path / "trace.json"
+    if shape == "two links":
+        os.symlink(tmp_path / "other.json", loop)
+        os.symlink(loop, tmp_path / "other.json")
+    else:
+        os.symlink(loop, loop)
+    for argv in commands(str(loop), tmp_path):
+        _one_line_exit_2(argv, str(loop), capsys, "a symbolic link loop (too many levels of symbolic links)")
+    with pytest.raises(InputError, match="symbolic link loop"):
+        tracelens.load(loop)
+
+
+def test_a_link_to_a_missing_file_names_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = tmp_path / "trace.json"
+    os.symlink("moved/trace.json", link)
+    for argv in commands(str(link), tmp_path):
+        _one_line_exit_2(argv, str(link), capsys, "a symbolic link to a missing file (moved/trace.json)")
+
+
 def _without_read_permission(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """The CLI run where file permissions apply: as root, without the capabilities that bypass them."""
     cmd = [sys.executable, "-m", "tracelens", *argv]

@@ -170,16 +170,17 @@ def analyze(
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
-    check_files(output, paths)
+    several = (
+        len(paths) > 1
+        or _is_run_directory(paths[0])
+        or (not os.path.exists(paths[0]) and glob.has_magic(paths[0]))
+    )
+    check_files(output, paths, run=several)
     _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
     refuse_png(png, fmt, output, plots=not no_plots)
     doc: Document  # a run's document is a Document with the run's keys
-    if (
-        len(paths) > 1
-        or _is_run_directory(paths[0])
-        or (not os.path.exists(paths[0]) and glob.has_magic(paths[0]))
-    ):
+    if several:
         from .run import analyze_run
 
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)

@@ -14,7 +14,7 @@ from codecs import BOM_UTF8
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UnsupportedFormatError
+from ..errors import InputError, UnsupportedFormatError, not_found
 from ..trace import Trace
 from .captures import newest_captures
 
@@ -116,7 +116,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     """Name the format of ``path`` (a key of :data:`READERS`) or raise :class:`InputError`."""
     p = Path(path)
     if not p.exists():
-        raise InputError("no such file or directory", path=p)
+        raise not_found(p)
     if p.is_dir():
         if _has_xplane_files(p):
             return "xplane"

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..document import RunDocument, load_document, summarize
-from ..errors import InputError, UsageError
+from ..errors import InputError, UsageError, input_problem
 from ..trace import TABLE_SCHEMA_VERSION, Trace
 from .cache import (
     cache_entry_valid,
@@ -53,9 +53,14 @@ def analyze_run(
     sources = expand_paths(paths)
     if not sources:
         raise InputError("no trace given")
-    for source in sources:
-        if not source.exists():
-            raise InputError("no such file or directory", path=source)
+    # A trace that is not there or cannot be opened (missing, a link loop, a pipe, no read permission) is left out
+    # and named, as a trace that fails to read is: the others are analyzed (exit 1), and only a run of which no
+    # trace reads is refused whole (exit 2).
+    problems = {source: input_problem(source) for source in sources}
+    unopened = [str(problem) for problem in problems.values() if problem is not None]
+    sources = [source for source, problem in problems.items() if problem is None]
+    if not sources:
+        raise InputError("no trace of the run could be read: " + "; ".join(unopened))
     workers = max(1, min(workers or os.cpu_count() or 1, len(sources)))
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir(sources)
     try:
@@ -83,7 +88,7 @@ def analyze_run(
         else:
             results = run_local(tasks, workers, advance)
 
-    failures = [r["error"] for r in results if not r["ok"]]
+    failures = unopened + [r["error"] for r in results if not r["ok"]]
     good = [(r, s, src) for r, s, src in zip(results, stats, sources, strict=True) if r["ok"]]
     if not good:
         raise InputError("no trace of the run could be read: " + "; ".join(failures))
@@ -107,7 +112,8 @@ def analyze_run(
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
         verb = "is" if len(failures) == 1 else "are"
         doc["source"]["warnings"] = [
-            f"{len(failures)} of {len(results)} traces could not be read and {verb} left out: {shown}{more}",
+            f"{len(failures)} of {len(unopened) + len(results)} traces could not be read and {verb} left out: "
+            f"{shown}{more}",
             *doc["source"]["warnings"],
         ]
     return doc, failures

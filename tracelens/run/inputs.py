@@ -24,19 +24,23 @@ _RANK_PATTERNS = (
 
 
 def _is_trace_file(path: Path) -> bool:
-    return path.is_file() and path.name.lower().endswith(TRACE_FILE_SUFFIXES)
+    """A trace's name on anything but a directory: also a link to a missing file, a link loop or a pipe (so named,
+    it is a trace the run cannot read, named as such: ``analyze_run``), not left out unsaid."""
+    return not path.is_dir() and path.name.lower().endswith(TRACE_FILE_SUFFIXES)
 
 
 def _run_files(directory: Path, newest: bool = True) -> list[Path]:
     """The directory's trace files: not an analysis document saved beside them (``analyze DIR -o DIR/x.json``, a
     diff's JSON), which would read as a rank whose trace failed, the run then exiting 1 on its own output; and
-    (``newest``) not a process's earlier Kineto captures where it has several (they are not ranks)."""
+    (``newest``) not a process's earlier Kineto captures where it has several (they are not ranks). An entry named
+    as a rank's trace that is no regular file (a link to a missing file, a link loop, a pipe) is one: the run names
+    it as a trace it could not read, rather than analyze fewer ranks than the directory holds without a word."""
     from ..document import looks_like_document
 
     files = [
         f
         for f in directory.iterdir()
-        if f.is_file()
+        if not f.is_dir()
         and not f.name.startswith(".")
         and f.name.lower().endswith(RUN_FILE_SUFFIXES)
         and not (f.name.lower().endswith(".json") and looks_like_document(f))
