@@ -94,3 +94,35 @@ def heads_of_regions(
     else:
         head[1:] = (key[:, 1:] != key[:, :-1]).any(axis=0)
     return points[order[head]]
+
+
+def region_spans(
+    g: Graph, step_of: np.ndarray, launched: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each region's host time, from its first launching call's start to its last one's end: (the region's host
+    thread, as ``g.thread_keys``, start, end), one entry per region. What a capture replaces is the host code that
+    issued the region's launches (between them, recorded or not: the Python between two PyTorch ops); the host time
+    outside every region (before a thread's first launch after a blocking call, after its last) is the program's
+    own (MPI waits, start-up, computing on the host), which a graph does not run for it."""
+    callers = sorted_distinct(g.op_launch_call[launched])
+    if callers.size == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, empty
+    first_points = g.call_start[callers]
+    blocking_before = np.searchsorted(np.flatnonzero(g.call_waits), callers, side="left")
+    thread, step = g.chain[first_points].astype(np.int64), step_of[first_points].astype(np.int64)
+    starts, ends = g.time[first_points], g.time[g.call_end[callers]]
+    # callers are in (thread, time) order: a region's calls are consecutive where (thread, step, blocking calls
+    # before) ascend in that order (the usual case); else ordered by them first
+    keys = np.stack([thread, step, blocking_before])
+    if callers.size > 1 and not bool((np.diff(keys, axis=1) >= 0).all(axis=0).all()):
+        order = np.lexsort((starts, blocking_before, step, thread))
+        keys, starts, ends = keys[:, order], starts[order], ends[order]
+    head = np.ones(callers.size, bool)
+    head[1:] = (keys[:, 1:] != keys[:, :-1]).any(axis=0)
+    at = np.flatnonzero(head)
+    return (
+        g.thread_keys[keys[0, at]],
+        np.minimum.reduceat(starts, at),
+        np.maximum.reduceat(ends, at),
+    )
