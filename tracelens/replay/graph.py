@@ -203,17 +203,11 @@ def lex_ascending(major: np.ndarray, middle: np.ndarray, minor: np.ndarray) -> b
 
 
 def point_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """The event rows the graph's points come from, ascending: (the host API rows and step markers on a known
-    thread, nested rows included, and a framework's waits for device values (JAX's block_until_ready, device_get,
-    Array._value: the outermost Python frame of each, ``sync.framework_waits``), which are explicit synchronizes
-    to the replay (call_names.call_rules); the GPU ops with a device, in launch_pairs' order), two points each at
-    most. (Without the waits the replay saw the host's time in block_until_ready as host work: the
-    synchronization remedy found nothing to change.)"""
-    cols = event_columns(trace)
+    """The event rows of the graph's points, ascending: (host API rows, step markers, JAX's waits (sync.framework_waits:
+    syncs to call_rules) on a known thread; the GPU ops with a device, in launch_pairs' order), two points each."""
+    cols, waits = event_columns(trace), framework_waits(trace)
     api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
-    waits = framework_waits(trace)
-    waits = waits[cols.tid[waits] >= 0]
-    return (np.union1d(api, waits) if waits.size else api), _gpu_rows(trace)
+    return (np.union1d(api, waits[cols.tid[waits] >= 0]) if waits.size else api), _gpu_rows(trace)
 
 
 def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Graph:

@@ -15,10 +15,8 @@ import numpy as np
 from .. import intervals
 from ..analyses.columns import event_columns, thread_key, thread_time_positions
 from ..analyses.names import (
-    CPU,
     HOST_CATEGORY_PRIORITY,
     INPUT,
-    LAUNCH,
     SYNC,
     code_mask,
     is_collective_kernel,
@@ -32,7 +30,7 @@ from .call_names import text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build
-from .launch_regions import region_heads, region_spans
+from .launch_regions import region_heads, region_spans, removed_by_graphs
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
 from .pinned import pinned_bandwidth
@@ -279,36 +277,6 @@ class Context:
         it does not shorten), as one union."""
         return self.one_time_lag(self.input_rows if self.has_input_waits else None)
 
-    def removed_by_graphs(self, spans: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
-        """Per host point, the lag a CUDA graph capture removes: the part of its lag covered by recorded launch
-        work (the CUDA/HIP API calls: category launch) or framework work (ops and Python frames: category cpu), less
-        what :meth:`kept_by_graphs` keeps (input waits, one-time work); and the part inside the launch regions'
-        ``spans`` (:func:`launch_regions.region_spans`: the host code that issued a region's launches) with nothing
-        recorded. Host time outside every region with nothing recorded, or only other recorded rows (annotations,
-        OS-runtime calls, MPI ranges), is no work the remedy models and stays: MPI_Init, an MPI wait or a
-        program's own computation between two iterations is not launch overhead (all of it removed, the a100 MPI
-        saxpy's span went from 1.71 s to 0.68 s)."""
-        g = self.graph
-        categories = host_categories(self.trace)
-        work = np.flatnonzero(
-            (categories == HOST_CATEGORY_PRIORITY.index(LAUNCH))
-            | (categories == HOST_CATEGORY_PRIORITY.index(CPU))
-        )
-        one_time = one_time_work(self.trace)
-        kept_rows = one_time.rows[one_time.reasons != FIRST_API]
-        if self.has_input_waits:
-            kept_rows = np.union1d(kept_rows, self.input_rows)
-        # the cover of the work and the regions outside the kept rows: their union's cover less the kept rows' own.
-        # (Inside a region all of it: the measured CUDA-graph pairs, fixtures/gpu/pairs*, lose the Python between
-        # their ops, nothing recorded there, gaps of 3 µs to 4 ms; with each gap capped at the median gap the H100
-        # pair's step was predicted 0.52 ms against the measured 0.33. A long wait inside a region, a TF thread's
-        # 368 ms before a copy, goes too: docs/analyses.md.)
-        removed = self.host_overlap(np.union1d(work, kept_rows), spans)
-        removed -= self.host_overlap(kept_rows)
-        # a first API call's one-time excess over its name's later median (kept): off its own end's lag
-        removed[g.call_end] -= np.minimum(np.maximum(one_time.excess_ns(g.call_row), 0), removed[g.call_end])
-        return removed
-
     # the synchronization and memcpy remedies' calls (:func:`_blocking_calls`), found once for both
     blocking_calls = cached_property(lambda self: _blocking_calls(self))
 
@@ -373,9 +341,8 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     launched = g.op_launch_call >= 0
     if not launched.any():
         return None, ""
-    # the launch and framework work a graph replaces, less input waits and one-time work; nothing else (host time
-    # with nothing recorded stays: no remedy removes what the trace does not show)
-    removed = ctx.removed_by_graphs(region_spans(g, ctx.step_of, launched))
+    # the launch and framework work and the regions' host code, less input waits and one-time work (the rest stays)
+    removed = removed_by_graphs(ctx, region_spans(g, ctx.step_of, launched))
     lag = g.lag.copy()
     # the host points but chain heads and the ends of calls an explicit wait set (a launch blocked on a full command
     # buffer is launch work: captured too, its queue wait kept)
@@ -410,8 +377,9 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({head_points.size:,} graphs): the recorded framework and launch work "
         f"(framework ops, Python frames and CUDA API calls, less input waits, blocking waits and one-time work) and "
-        f"the host time between a region's launches with nothing recorded are replaced by one graph launch each, costing {how}; host time outside the regions with "
-        f"nothing recorded (or only annotations, OS-runtime or MPI calls) is the program's own and stays; the GPU runs the same ops with the same durations, back "
+        f"the host time between a region's launches with nothing recorded are replaced by one graph launch each, "
+        f"costing {how}; host time outside the regions with nothing recorded (or only annotations, OS-runtime or "
+        f"MPI calls) is the program's own and stays; the GPU runs the same ops with the same durations, back "
         f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs, input "
         f"waits and one-time work (a graph is captured after the warm-up) stay.{queue_text}"
     )
