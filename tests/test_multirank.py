@@ -393,6 +393,21 @@ def test_a_trace_that_cannot_be_opened_is_one_failed_rank(
     assert warning.startswith("1 of 4 traces could not be read and is left out: ") and reason in warning
 
 
+def test_a_diff_of_two_runs_names_both_sides_failures(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """diff BASE HEAD where both runs lost a trace: the one stderr line said BASE's only; HEAD's went unsaid."""
+    base, head = tmp_path / "base", tmp_path / "head"
+    write_handmade_run(base)
+    write_handmade_run(head)
+    os.symlink("moved.json", base / "rank3.json")
+    (head / "rank4.json.gz").write_bytes(b"not gzip")
+    assert main(["diff", str(base), str(head), "-f", "json"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("tracelens: BASE: 1 of 4 traces failed") and "rank3.json" in line
+    assert "; HEAD: 1 of 4 traces failed" in line and "rank4.json.gz" in line
+    assert main(["diff", str(head), str(head / "rank0.parquet"), "-f", "json"]) == 1
+    assert capsys.readouterr().err.startswith("tracelens: BASE: 1 of 4 traces failed")
+
+
 def test_the_output_is_never_a_trace_of_the_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """analyze RUN -o RUN/rank0.parquet wrote the analysis over rank 0's trace (only a trace named on the command
     line was compared with the output, not the files a run directory stands for). Refused before anything is read

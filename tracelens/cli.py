@@ -191,21 +191,22 @@ def analyze(
     _raise_partial_failure(doc, failures)
 
 
-def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str]) -> None:
+def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str], side: str = "") -> None:
     """After the output is written: some ranks of a run failed, or some host files of one trace (an xplane run,
-    its one line from :func:`_unread_hosts`) could not be read (one line, however many)."""
-    if failures:
+    its one line from :func:`_unread_hosts`) could not be read (one line, however many; ``side``: its prefix)."""
+    if message := _partial_message(doc, failures):
         from .errors import PartialFailure
 
-        if "ranks" not in doc:
-            raise PartialFailure(failures[0])
-        shown = "; ".join(" ".join(f.split()) for f in failures[:5])
-        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
-        ranks = cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
-        raise PartialFailure(
-            f"{len(failures)} of {len(failures) + len(ranks)} traces failed "
-            f"(the others were analyzed): {shown}{more}"
-        )
+        raise PartialFailure(side + message)
+
+
+def _partial_message(doc: Document | dict[str, Any], failures: list[str]) -> str | None:
+    if not failures or "ranks" not in doc:
+        return failures[0] if failures else None
+    shown = "; ".join(" ".join(f.split()) for f in failures[:5])
+    shown += f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+    n, ranks = len(failures), cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
+    return f"{n} of {n + len(ranks)} traces failed (the others were analyzed): {shown}"
 
 
 def _document(path: str, *, run_name: str | None = None) -> tuple[Document | dict[str, Any], list[str]]:
@@ -481,8 +482,9 @@ def diff(
         reasons = regression_reasons(result, fail_on_regression)
         if reasons:
             raise RegressionError("regression: " + "; ".join(reasons))
-    _raise_partial_failure(base_doc, base_failures)
-    _raise_partial_failure(head_doc, head_failures)
+    base_said = _partial_message(base_doc, base_failures)  # one line for both sides
+    _raise_partial_failure(head_doc, head_failures, f"BASE: {base_said}; HEAD: " if base_said else "HEAD: ")
+    _raise_partial_failure(base_doc, base_failures, "BASE: ")
 
 
 @cli.command()
