@@ -23,8 +23,9 @@ HEADER = """# Command line reference
 Every command prints one line on stderr and exits with code 2 on bad input (missing, empty, truncated,
 corrupt or unknown-format trace; a damaged tracelens Parquet file or saved analysis document; an input that
 is no regular file or directory, such as a named pipe or /dev/null, refused without reading it; a symbolic link loop
-or a link to a missing file, each named as such; a file without read
-permission) and on an output file it cannot write (its folder missing, a folder, no permission) or that is one of the files it reads
+or a link to a missing file, each named as such; a file compressed other than with gzip (zstd, xz, bzip2, lz4,
+zip) or a gzip-compressed SQLite or Parquet file, the compression named; `-`, standard input, which tracelens does
+not read; a file without read permission) and on an output file it cannot write (its folder missing, a folder, no permission) or that is one of the files it reads
 (`-o` naming the trace, or a trace in a run directory read, is refused before anything is written: the trace is never
 replaced), 1 when `diff --fail-on-regression` finds a regression or some traces of a multi-trace run (several
 traces named, or a run directory) could not be read or opened, the others analyzed and the bad ones named (or

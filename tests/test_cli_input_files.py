@@ -89,6 +89,36 @@ def test_a_link_to_a_missing_file_names_its_target(
         _one_line_exit_2(argv, str(link), capsys, "a symbolic link to a missing file (moved/trace.json)")
 
 
+@pytest.mark.parametrize(
+    ("name", "compress", "reason"),
+    [
+        ("trace.json.zst", lambda b: b"\x28\xb5\x2f\xfd" + b"\x00" * 64, "zstd-compressed"),
+        ("trace.json.xz", lambda b: __import__("lzma").compress(b), "xz-compressed"),
+        ("trace.json.bz2", lambda b: __import__("bz2").compress(b), "bzip2-compressed"),
+        ("trace.sqlite.gz", None, "a gzip-compressed SQLite database: decompress it first"),
+    ],
+)
+def test_a_compression_tracelens_does_not_read_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, compress: object, reason: str
+) -> None:
+    """Was "not JSON (does not start with '{' or '[')", "unknown trace format" or, for a gzipped Nsight export,
+    "corrupt or truncated SQLite database": the file is fine, only compressed."""
+    import gzip
+
+    path = tmp_path / name
+    if compress is None:
+        path.write_bytes(gzip.compress(b"SQLite format 3\x00" + b"\x00" * 4000))
+    else:
+        path.write_bytes(compress(TRACE.read_bytes()))  # type: ignore[operator]
+    for argv in commands(str(path), tmp_path)[:3]:
+        _one_line_exit_2(argv, str(path), capsys, reason)
+
+
+def test_standard_input_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """``analyze -`` read "-: no such file or directory"."""
+    _one_line_exit_2(["analyze", "-"], "-", capsys, "reading a trace from standard input is not supported")
+
+
 def _without_read_permission(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """The CLI run where file permissions apply: as root, without the capabilities that bypass them."""
     cmd = [sys.executable, "-m", "tracelens", *argv]

@@ -76,6 +76,10 @@ def not_found(path: str | os.PathLike[str]) -> InputError:
     ``Path.exists`` False, as for a missing file), a symbolic link to a missing file (naming its target), or a
     path the OS refuses otherwise (a folder on the way without search permission: "cannot read: Permission
     denied")."""
+    if str(path) == "-":
+        return InputError(
+            "reading a trace from standard input is not supported: write it to a file", path=path
+        )
     try:
         os.stat(path)
     except OSError as err:
