@@ -391,6 +391,15 @@ def test_a_trace_that_cannot_be_opened_is_one_failed_rank(
     assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]
     (warning,) = [w for w in doc["source"]["warnings"] if "left out" in w]
     assert warning.startswith("1 of 4 traces could not be read and is left out: ") and reason in warning
+    if given == "in the run directory":  # annotate too (it refused the whole run, exit 2)
+        assert main(["annotate", str(run), "-o", str(tmp_path / "a.json")]) == 1
+        (line,) = [x for x in capsys.readouterr().err.splitlines() if not x.startswith("wrote ")]
+        assert line.startswith("tracelens: 1 of 4 traces failed") and reason in line
+        assert {e.get("pid") for e in json.loads((tmp_path / "a.json").read_text())["traceEvents"]} >= {
+            0,
+            1,
+            2,
+        }
 
 
 def test_a_diff_of_two_runs_names_both_sides_failures(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -504,15 +504,14 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
     from . import load
     from .analyses import analyze as run_analyses
     from .replay.annotate import write_annotated, write_annotated_run
-    from .run import expand_paths, is_run_directory, resolve_ranks
+    from .run import is_run_directory, read_ranks, resolve_ranks
 
     check_files(output, [path])
     _refuse_run_option([path], run_name)
     refuse_document(path, "annotate")
     options = {"run": run_name} if run_name else {}
-    if is_run_directory(path):
-        files = expand_paths([path])
-        traces = [load(f, **options) for f in files]
+    if run := is_run_directory(path):
+        files, traces, failures = read_ranks(path, **options)  # (a trace that fails: left out, exit 1)
         ranks, warnings = resolve_ranks([t.metadata.rank for t in traces], files)
         for warning in warnings:
             click.echo(f"tracelens: {warning}", err=True)
@@ -521,7 +520,6 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         ]
         with writing(output):
             count = write_annotated_run(annotated, output)
-        failures: list[str] = []
     else:
         trace = load(path, **options)
         failures = _unread_hosts(trace.metadata.extra)
@@ -529,7 +527,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         with writing(output):
             count = write_annotated(trace, doc, output)
     click.echo(f"wrote {shown(output)} ({count:,} events)", err=True)
-    _raise_partial_failure({}, failures)
+    _raise_partial_failure({"ranks": traces} if run else {}, failures)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

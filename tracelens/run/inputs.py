@@ -123,3 +123,25 @@ def resolve_ranks(metadata_ranks: Sequence[int | None], paths: Sequence[Path]) -
     why = "collide" if len(set(known)) < len(known) else "are missing for some traces"
     warning = f"ranks stated by the traces or their names {why}; numbered by position instead"
     return list(range(len(paths))), [warning]
+
+
+def read_ranks(path: str | os.PathLike[str], **options: Any) -> tuple[list[Path], list[Any], list[str]]:
+    """The traces of the run directory ``path`` read in this process (``tracelens annotate``: one timeline), with
+    their files; each that cannot be opened or read is left out and named (one line each), as :func:`analyze_run`
+    leaves such a trace out: a run of which no trace reads is bad input. (annotate refused the whole run for one.)"""
+    from ..errors import input_problem
+    from ..ingest import load
+
+    files, traces, failures = [], [], []
+    for file in expand_paths([path]):  # a loop over the run's files
+        try:
+            problem = input_problem(file)
+            if problem is not None:
+                raise problem
+            traces.append(load(file, **options))
+            files.append(file)
+        except InputError as err:
+            failures.append(str(err))
+    if not traces:
+        raise InputError("no trace of the run could be read: " + "; ".join(failures))
+    return files, traces, failures
