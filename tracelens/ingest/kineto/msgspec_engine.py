@@ -378,7 +378,8 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
         key = PHASE_COUNTER.get(phase, "other_phase")
         if key:
             counts[key] += int(count)
-    counts["surrogates"] = getattr(events, "surrogates", 0)
+    if getattr(events, "surrogates", 0):  # (only then: a block's counts are the scanner's where it read it)
+        counts["surrogates"] = events.surrogates
     block: dict[str, Any] = {"counts": counts}
     if getattr(events, "problem", None):
         block["problem"] = events.problem
