@@ -417,6 +417,22 @@ def test_a_diff_of_two_runs_names_both_sides_failures(tmp_path: Path, capsys: py
     assert capsys.readouterr().err.startswith("tracelens: BASE: 1 of 4 traces failed")
 
 
+def test_a_trace_named_twice_is_read_once_and_said(tmp_path: Path) -> None:
+    """analyze rank0 rank1 rank0 (a slip for rank2) read two ranks without a word."""
+    paths = write_handmade_run(tmp_path / "run")
+    link = tmp_path / "again.parquet"
+    os.symlink(paths[0], link)
+    doc, failures = runs.analyze_run(
+        [paths[0], paths[1], paths[0], link], workers=1, cache_dir=tmp_path / "c"
+    )
+    assert failures == [] and sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+    notes = [w for w in doc["source"]["warnings"] if "named more than once" in w]
+    assert notes == [
+        f"{paths[0]}: named more than once: read once",
+        f"{link}: named more than once (as {paths[0]}): read once",
+    ]
+
+
 def test_the_output_is_never_a_trace_of_the_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """analyze RUN -o RUN/rank0.parquet wrote the analysis over rank 0's trace (only a trace named on the command
     line was compared with the output, not the files a run directory stands for). Refused before anything is read

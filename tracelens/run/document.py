@@ -50,7 +50,8 @@ def analyze_run(
 
     if engine not in ("local", "dask"):
         raise UsageError(f"unknown engine {engine!r} (choose local or dask)")
-    sources = expand_paths(paths)
+    twice: list[str] = []
+    sources = expand_paths(paths, twice)
     if not sources:
         raise InputError("no trace given")
     # A trace that is not there or cannot be opened (missing, a link loop, a pipe, no read permission) is left out
@@ -106,7 +107,9 @@ def analyze_run(
             "event_count": result["event_count"],
         }
     write_manifest(cache, manifest)
-    doc = build_run_document([r for r, _, _ in good], ranks, capture_notes(paths) + rank_warnings, cache)
+    doc = build_run_document(
+        [r for r, _, _ in good], ranks, capture_notes(paths) + twice + rank_warnings, cache
+    )
     if failures:  # in the document too, so that the report (a PR comment) does not read as the whole run
         shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""

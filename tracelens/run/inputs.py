@@ -73,9 +73,11 @@ def _natural_key(path: Path) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
 
 
-def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+def expand_paths(paths: Sequence[str | os.PathLike[str]], notes: list[str] | None = None) -> list[Path]:
     """Traces named by ``paths``: files as given, run directories as their trace files, globs expanded
-    (shells on some platforms do not). Sorted naturally (rank2 before rank10) within each argument."""
+    (shells on some platforms do not). Sorted naturally (rank2 before rank10) within each argument. A file named
+    twice (by any path) is read once; ``notes``: a line for each such file appended (a run of two traces named
+    ``rank0.json rank0.json``, a slip for rank1, read as one rank without a word)."""
     found: list[Path] = []
     for raw in paths:
         text = str(raw)
@@ -93,7 +95,10 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
             found.append(p)  # a file or a TF logdir; the reader says when it is neither
     unique: dict[str, Path] = {}
     for f in found:
-        unique.setdefault(os.path.realpath(f), f)
+        first = unique.setdefault(os.path.realpath(f), f)
+        if first is not f and notes is not None:
+            also = "" if str(first) == str(f) else f" (as {first})"
+            notes.append(f"{f}: named more than once{also}: read once")
     return list(unique.values())
 
 
