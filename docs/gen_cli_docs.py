@@ -22,11 +22,15 @@ HEADER = """# Command line reference
 
 Every command prints one line on stderr and exits with code 2 on bad input (missing, empty, truncated,
 corrupt or unknown-format trace; a damaged tracelens Parquet file or saved analysis document; an input that
-is no regular file or directory, such as a named pipe or /dev/null, refused without reading it; a file without read
-permission) and on an output file it cannot write (its folder missing, a folder, no permission) or that is one of the files it reads
-(`-o` naming the trace is refused before anything is written: the trace is never replaced), 1 when
-`diff --fail-on-regression` finds a regression or some ranks of a multi-trace run (or some host files of a
-TensorFlow/JAX profile run) failed, 3 on an internal error, and 0 otherwise. A file name whose bytes are not UTF-8
+is no regular file or directory, such as a named pipe or /dev/null, refused without reading it; a symbolic link loop
+or a link to a missing file, each named as such; a file compressed other than with gzip (zstd, xz, bzip2, lz4,
+zip) or a gzip-compressed SQLite or Parquet file, the compression named; `-`, standard input, which tracelens does
+not read; a file without read permission) and on an output file it cannot write (its folder missing, a folder, no permission) or that is one of the files it reads
+(`-o` naming the trace, or a trace in a run directory read, is refused before anything is written: the trace is never
+replaced), 1 when `diff --fail-on-regression` finds a regression or some traces of a multi-trace run (several
+traces named, or a run directory) could not be read or opened, the others analyzed and the bad ones named (or
+some host files of a TensorFlow/JAX profile run failed; a run of which no trace reads is exit 2), 3 on an internal
+error, and 0 otherwise. A file name whose bytes are not UTF-8
 is read like any other and written in every output (and error line) with each such byte as `\\xNN`.
 
 Terminal output (`analyze`, `diff`) is drawn at the terminal's width: `COLUMNS` when set, else the width

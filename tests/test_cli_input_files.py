@@ -59,6 +59,66 @@ def test_a_device_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         _one_line_exit_2(argv, "/dev/null", capsys, "not a regular file (a character device)")
 
 
+@pytest.mark.parametrize("shape", ["two links", "itself"])
+def test_a_symbolic_link_loop_is_named_as_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    """A path whose links loop (the OS says ELOOP; Path.exists says False, as for a missing file): was "no such
+    file or directory"; now what it is, on every command (and through the library: tracelens.load)."""
+    import tracelens
+    from tracelens.errors import InputError
+
+    loop = tmp_path / "trace.json"
+    if shape == "two links":
+        os.symlink(tmp_path / "other.json", loop)
+        os.symlink(loop, tmp_path / "other.json")
+    else:
+        os.symlink(loop, loop)
+    for argv in commands(str(loop), tmp_path):
+        _one_line_exit_2(argv, str(loop), capsys, "a symbolic link loop (too many levels of symbolic links)")
+    with pytest.raises(InputError, match="symbolic link loop"):
+        tracelens.load(loop)
+
+
+def test_a_link_to_a_missing_file_names_its_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    link = tmp_path / "trace.json"
+    os.symlink("moved/trace.json", link)
+    for argv in commands(str(link), tmp_path):
+        _one_line_exit_2(argv, str(link), capsys, "a symbolic link to a missing file (moved/trace.json)")
+
+
+@pytest.mark.parametrize(
+    ("name", "compress", "reason"),
+    [
+        ("trace.json.zst", lambda b: b"\x28\xb5\x2f\xfd" + b"\x00" * 64, "zstd-compressed"),
+        ("trace.json.xz", lambda b: __import__("lzma").compress(b), "xz-compressed"),
+        ("trace.json.bz2", lambda b: __import__("bz2").compress(b), "bzip2-compressed"),
+        ("trace.sqlite.gz", None, "a gzip-compressed SQLite database: decompress it first"),
+    ],
+)
+def test_a_compression_tracelens_does_not_read_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, compress: object, reason: str
+) -> None:
+    """Was "not JSON (does not start with '{' or '[')", "unknown trace format" or, for a gzipped Nsight export,
+    "corrupt or truncated SQLite database": the file is fine, only compressed."""
+    import gzip
+
+    path = tmp_path / name
+    if compress is None:
+        path.write_bytes(gzip.compress(b"SQLite format 3\x00" + b"\x00" * 4000))
+    else:
+        path.write_bytes(compress(TRACE.read_bytes()))  # type: ignore[operator]
+    for argv in commands(str(path), tmp_path)[:3]:
+        _one_line_exit_2(argv, str(path), capsys, reason)
+
+
+def test_standard_input_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    """``analyze -`` read "-: no such file or directory"."""
+    _one_line_exit_2(["analyze", "-"], "-", capsys, "reading a trace from standard input is not supported")
+
+
 def _without_read_permission(argv: list[str]) -> subprocess.CompletedProcess[str]:
     """The CLI run where file permissions apply: as root, without the capabilities that bypass them."""
     cmd = [sys.executable, "-m", "tracelens", *argv]
@@ -85,16 +145,22 @@ def test_a_file_without_read_permission_is_named(tmp_path: Path, which: str) -> 
     argvs = commands(str(target), tmp_path)
     if (
         which != "file"
-    ):  # a run: analyze and report read it (a run's failed rank is exit 1, the others analyzed)
-        argvs = [["annotate", str(target), "-o", str(tmp_path / "a.json")]]
+    ):  # a run: every command reads the other rank, names this one, exits 1 (annotate exited 2)
+        argvs = [
+            ["analyze", str(target), "--cache", str(tmp_path / "cache")],
+            ["annotate", str(target), "-o", str(tmp_path / "a.json")],
+        ]
     for argv in argvs:
         child = _without_read_permission(argv)
-        assert child.returncode == 2, (argv, child.stderr)
-        assert child.stderr.count("\n") == 1, (argv, child.stderr)
-        assert child.stderr.startswith(f"tracelens: {locked}: ") and "ermission denied" in child.stderr, (
-            argv,
-            child.stderr,
-        )
+        lines = [line for line in child.stderr.splitlines() if not line.startswith("wrote ")]
+        assert len(lines) == 1, (argv, child.stderr)
+        if which == "file":
+            assert child.returncode == 2, (argv, child.stderr)
+            assert lines[0].startswith(f"tracelens: {locked}: ") and "ermission denied" in lines[0], argv
+        else:
+            assert child.returncode == 1, (argv, child.stderr)
+            assert lines[0].startswith("tracelens: 1 of 2 traces failed (the others were analyzed): "), lines
+            assert f"{locked}: cannot read: Permission denied" in lines[0], lines
 
 
 NON_UTF8 = b"tr\xffce\xfe"  # a Latin-1 era name: not UTF-8

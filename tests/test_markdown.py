@@ -13,7 +13,7 @@ from tracelens.trace import Trace
 HOSTILE = "a|b</details><script>x</script>"
 # Longer than the 60-character table limit, so it is shortened and listed in full under the table.
 LONG_HOSTILE = "void gemm<float, `tick`*bold*_x_ [link](http://e) ~~s~~ " + "x" * 40 + "|</summary>\n<b>"
-ALLOWED_TAGS = {"<details>", "</details>", "</summary>"}
+ALLOWED_TAGS = {"<details>", "</details>", "</summary>", "<wbr>"}  # <wbr>: escape.unlinked
 
 
 def hostile_trace() -> Trace:
@@ -136,7 +136,8 @@ def test_md_escapes_every_active_character() -> None:
     assert md("*a*_b_`c`[d](e)~f~\\") == "\\*a\\*\\_b\\_&#96;c&#96;\\[d\\](e)\\~f\\~\\\\"
     assert md("line1\nline2\r\n\tx") == "line1 line2 x"
     assert md("a & b") == "a &amp; b"
-    assert md("kernel@octocat") == "kernel@\u200boctocat"  # no @-mention in a PR comment
+    # no @-mention in a PR comment: an empty element splits the text node GitHub's filter reads, and copies as nothing
+    assert md("kernel@octocat") == "kernel@<wbr>octocat"
     assert html_text('x"<y>&') == "x&quot;&lt;y&gt;&amp;"
 
 

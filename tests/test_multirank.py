@@ -341,6 +341,117 @@ def test_a_saved_document_in_the_run_directory_is_no_rank(
     assert not any("summary.json" in w or "diff.json" in w for w in doc["source"]["warnings"])
 
 
+@pytest.mark.parametrize(
+    ("bad", "given"),
+    [
+        ("missing", "as files"),
+        ("device", "as files"),
+        ("link loop", "as files"),
+        ("link loop", "in the run directory"),
+        ("dangling link", "in the run directory"),
+        ("named pipe", "in the run directory"),
+    ],
+)
+def test_a_trace_that_cannot_be_opened_is_one_failed_rank(
+    tmp_path: Path, capsys: pytest.CaptureFixture, bad: str, given: str
+) -> None:
+    """A run naming a trace it cannot open (analyze a b missing.json; a run directory holding a link to a moved
+    file, a link loop or a pipe named as a rank's trace) was refused whole, exit 2 (named files), or analyzed
+    without the rank and without a word, exit 0 (directory entries, which were not regular files). Now as a rank
+    whose trace fails to read: left out and named on stderr and in the document, the others analyzed, exit 1."""
+    run = tmp_path / "run"
+    paths = write_handmade_run(run)
+    target = run / "rank3.json"
+    if bad == "link loop":
+        os.symlink(target, target)
+    elif bad == "dangling link":
+        os.symlink("moved/rank3.json", target)
+    elif bad == "named pipe":
+        os.mkfifo(target)  # never opened: no writer, a read would wait forever
+    elif bad == "device":
+        target = Path("/dev/null")
+    args = [str(run)] if given == "in the run directory" else [*map(str, paths), str(target)]
+    cache = ["--cache", str(tmp_path / "cache"), "--workers", "1"]
+    assert main(["analyze", *args, "--format", "json", *cache]) == 1
+    captured = capsys.readouterr()
+    (line,) = captured.err.strip().splitlines()
+    assert (
+        line.startswith("tracelens: 1 of 4 traces failed (the others were analyzed): ")
+        and str(target) in line
+    )
+    reason = {
+        "missing": "no such file or directory",
+        "link loop": "a symbolic link loop",
+        "dangling link": "a symbolic link to a missing file (moved/rank3.json)",
+        "named pipe": "not a regular file (a named pipe)",
+        "device": "not a regular file (a character device)",
+    }[bad]
+    assert reason in line
+    doc = json.loads(captured.out)
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 1, 2]
+    (warning,) = [w for w in doc["source"]["warnings"] if "left out" in w]
+    assert warning.startswith("1 of 4 traces could not be read and is left out: ") and reason in warning
+    if given == "in the run directory":  # annotate too (it refused the whole run, exit 2)
+        assert main(["annotate", str(run), "-o", str(tmp_path / "a.json")]) == 1
+        (line,) = [x for x in capsys.readouterr().err.splitlines() if not x.startswith("wrote ")]
+        assert line.startswith("tracelens: 1 of 4 traces failed") and reason in line
+        assert {e.get("pid") for e in json.loads((tmp_path / "a.json").read_text())["traceEvents"]} >= {
+            0,
+            1,
+            2,
+        }
+
+
+def test_a_diff_of_two_runs_names_both_sides_failures(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """diff BASE HEAD where both runs lost a trace: the one stderr line said BASE's only; HEAD's went unsaid."""
+    base, head = tmp_path / "base", tmp_path / "head"
+    write_handmade_run(base)
+    write_handmade_run(head)
+    os.symlink("moved.json", base / "rank3.json")
+    (head / "rank4.json.gz").write_bytes(b"not gzip")
+    assert main(["diff", str(base), str(head), "-f", "json"]) == 1
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("tracelens: BASE: 1 of 4 traces failed") and "rank3.json" in line
+    assert "; HEAD: 1 of 4 traces failed" in line and "rank4.json.gz" in line
+    assert main(["diff", str(head), str(head / "rank0.parquet"), "-f", "json"]) == 1
+    assert capsys.readouterr().err.startswith("tracelens: BASE: 1 of 4 traces failed")
+
+
+def test_a_trace_named_twice_is_read_once_and_said(tmp_path: Path) -> None:
+    """analyze rank0 rank1 rank0 (a slip for rank2) read two ranks without a word."""
+    paths = write_handmade_run(tmp_path / "run")
+    link = tmp_path / "again.parquet"
+    os.symlink(paths[0], link)
+    doc, failures = runs.analyze_run(
+        [paths[0], paths[1], paths[0], link], workers=1, cache_dir=tmp_path / "c"
+    )
+    assert failures == [] and sorted(r["rank"] for r in doc["ranks"]) == [0, 1]
+    notes = [w for w in doc["source"]["warnings"] if "named more than once" in w]
+    assert notes == [
+        f"{paths[0]}: named more than once: read once",
+        f"{link}: named more than once (as {paths[0]}): read once",
+    ]
+
+
+def test_the_output_is_never_a_trace_of_the_run(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """analyze RUN -o RUN/rank0.parquet wrote the analysis over rank 0's trace (only a trace named on the command
+    line was compared with the output, not the files a run directory stands for). Refused before anything is read
+    or written, on every command that reads a run directory."""
+    run = tmp_path / "run"
+    paths = write_handmade_run(run)
+    before = paths[0].read_bytes()
+    for argv in (
+        ["analyze", str(run), "-f", "json", "-o", str(paths[0])],
+        ["report", str(run), "-o", str(paths[0])],
+        ["annotate", str(run), "-o", str(paths[1])],
+        ["diff", str(run), str(run), "-f", "json", "-o", str(paths[2])],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "the output is a file this command reads" in err, (argv, err)
+    assert paths[0].read_bytes() == before
+
+
 def test_all_ranks_failing_is_an_input_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for i in range(2):
         (tmp_path / f"rank{i}.json").write_text("{ not json")

@@ -218,6 +218,32 @@ def run_b() -> list[Trace]:
     return [rank_trace(r, step_rows(k), world=3) for r, k in enumerate(K_NS)]
 
 
+def test_unified_memory_migrations_are_no_unlaunched_ops() -> None:
+    """A migration (Nsight's "Unified Host-to-Device" copy kind, UVM HtoD) is a GPU op no call launches, by design:
+    the one-trace replay leaves it out of ``unlaunched_gpu_ops``; the run's replay counted one per rank (2 here)."""
+    migration = {
+        "kind": "memcpy",
+        "name": "Memcpy Unified Host-to-Device",
+        "start_ns": 20_000,
+        "end_ns": 21_000,
+        "device": 0,
+        "stream": 9,
+        "pid": 0,
+        "correlation_id": 77,  # no call's
+        "copy_kind": "UVM HtoD",
+        "bytes": 65_536,
+    }
+    traces = [
+        rank_trace(r, [*overlap_rows(k_end), migration]) for r, k_end in ((0, 1_010_000), (1, 3_010_000))
+    ]
+    from tracelens.analyses.whatif import whatif
+
+    assert whatif(traces[0])["replay_error"]["unlaunched_gpu_ops"] == 0
+    block = run_whatif(traces, [0, 1], comparable=True)
+    assert block["replay_error"]["gpu_ops"] == 8  # 3 kernels and the migration per rank
+    assert block["replay_error"]["unlaunched_gpu_ops"] == 0
+
+
 def test_three_rank_imbalance_by_hand() -> None:
     block = run_whatif(run_b(), [0, 1, 2], True)
     error = block["replay_error"]

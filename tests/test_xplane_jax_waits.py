@@ -65,6 +65,26 @@ def test_block_until_ready_is_a_blocking_wait(tmp_path: Path) -> None:
     assert "block_until_ready" in causes["synchronization"]["fix"]
 
 
+def test_the_replay_waits_in_block_until_ready_and_the_sync_remedy_drops_it(tmp_path: Path) -> None:
+    """The replay read the time in block_until_ready as host work (no call, no wait edge): the synchronization remedy
+    "found nothing to change" though the diagnosis named it. Each outermost wait frame is now an explicit
+    synchronize of the replay, waiting for the GPU work launched before it."""
+    from tracelens.analyses.whatif import whatif
+
+    doc = whatif(tracelens.load(_jax_steps(tmp_path / "host.xplane.pb")))
+    error = doc["replay_error"]
+    assert error["blocking_calls"] == STEPS  # the three outer waits (not the Array.block_until_ready inside)
+    # Recorded: from the first call (the launch at 10 µs) to the last wait's end (280 µs).
+    assert error["recorded_span_ns"] == error["replayed_span_ns"] == 270_000
+    remedy = {r["cause"]: r for r in doc["remedies"]}["synchronization"]
+    # Without the waits the host runs ahead (each step's host time: the launch 1 µs, 9 µs to the wait, the wait's
+    # own cost, 30 µs of log_metrics and dispatch): the GPU sets the pace. K0 at 15 µs (launched at 10, 5 µs
+    # latency), then the three 60 µs kernels back to back, each 1 µs after the previous (the replay's gap between
+    # queued ops, its 1 µs default: typical_lags.DEFAULT_STREAM_GAP_NS): the last ends at 15 + 180 + 2 = 197 µs.
+    assert remedy["predicted_span_ns"] == 197_000 - 10_000
+    assert remedy["gain_ns"] == 270_000 - 187_000
+
+
 @pytest.mark.parametrize(
     ("name", "wait"),
     [

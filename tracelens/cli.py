@@ -170,16 +170,17 @@ def analyze(
     """Analyze one trace (or all ranks of a run) and print where the GPU time went."""
     from .report import format_for_path
 
-    check_files(output, paths)
+    several = (
+        len(paths) > 1
+        or _is_run_directory(paths[0])
+        or (not os.path.exists(paths[0]) and glob.has_magic(paths[0]))
+    )
+    check_files(output, paths, run=several)
     _refuse_run_option(paths, run_name)
     fmt = fmt or format_for_path(output)
     refuse_png(png, fmt, output, plots=not no_plots)
     doc: Document  # a run's document is a Document with the run's keys
-    if (
-        len(paths) > 1
-        or _is_run_directory(paths[0])
-        or (not os.path.exists(paths[0]) and glob.has_magic(paths[0]))
-    ):
+    if several:
         from .run import analyze_run
 
         doc, failures = analyze_run(list(paths), workers=workers, engine=engine, cache_dir=cache_dir)
@@ -190,21 +191,22 @@ def analyze(
     _raise_partial_failure(doc, failures)
 
 
-def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str]) -> None:
+def _raise_partial_failure(doc: Document | dict[str, Any], failures: list[str], side: str = "") -> None:
     """After the output is written: some ranks of a run failed, or some host files of one trace (an xplane run,
-    its one line from :func:`_unread_hosts`) could not be read (one line, however many)."""
-    if failures:
+    its one line from :func:`_unread_hosts`) could not be read (one line, however many; ``side``: its prefix)."""
+    if message := _partial_message(doc, failures):
         from .errors import PartialFailure
 
-        if "ranks" not in doc:
-            raise PartialFailure(failures[0])
-        shown = "; ".join(" ".join(f.split()) for f in failures[:5])
-        more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
-        ranks = cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
-        raise PartialFailure(
-            f"{len(failures)} of {len(failures) + len(ranks)} traces failed "
-            f"(the others were analyzed): {shown}{more}"
-        )
+        raise PartialFailure(side + message)
+
+
+def _partial_message(doc: Document | dict[str, Any], failures: list[str]) -> str | None:
+    if not failures or "ranks" not in doc:
+        return failures[0] if failures else None
+    shown = "; ".join(" ".join(f.split()) for f in failures[:5])
+    shown += f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
+    n, ranks = len(failures), cast("RunDocument", doc).get("ranks", [])  # failures come only from a run
+    return f"{n} of {n + len(ranks)} traces failed (the others were analyzed): {shown}"
 
 
 def _document(path: str, *, run_name: str | None = None) -> tuple[Document | dict[str, Any], list[str]]:
@@ -480,8 +482,9 @@ def diff(
         reasons = regression_reasons(result, fail_on_regression)
         if reasons:
             raise RegressionError("regression: " + "; ".join(reasons))
-    _raise_partial_failure(base_doc, base_failures)
-    _raise_partial_failure(head_doc, head_failures)
+    base_said = _partial_message(base_doc, base_failures)  # one line for both sides
+    _raise_partial_failure(head_doc, head_failures, f"BASE: {base_said}; HEAD: " if base_said else "HEAD: ")
+    _raise_partial_failure(base_doc, base_failures, "BASE: ")
 
 
 @cli.command()
@@ -501,15 +504,14 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
     from . import load
     from .analyses import analyze as run_analyses
     from .replay.annotate import write_annotated, write_annotated_run
-    from .run import expand_paths, is_run_directory, resolve_ranks
+    from .run import is_run_directory, read_ranks, resolve_ranks
 
     check_files(output, [path])
     _refuse_run_option([path], run_name)
     refuse_document(path, "annotate")
     options = {"run": run_name} if run_name else {}
-    if is_run_directory(path):
-        files = expand_paths([path])
-        traces = [load(f, **options) for f in files]
+    if run := is_run_directory(path):
+        files, traces, failures = read_ranks(path, **options)  # (a trace that fails: left out, exit 1)
         ranks, warnings = resolve_ranks([t.metadata.rank for t in traces], files)
         for warning in warnings:
             click.echo(f"tracelens: {warning}", err=True)
@@ -518,7 +520,6 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         ]
         with writing(output):
             count = write_annotated_run(annotated, output)
-        failures: list[str] = []
     else:
         trace = load(path, **options)
         failures = _unread_hosts(trace.metadata.extra)
@@ -526,7 +527,7 @@ def annotate(path: str, output: str, run_name: str | None) -> None:
         with writing(output):
             count = write_annotated(trace, doc, output)
     click.echo(f"wrote {shown(output)} ({count:,} events)", err=True)
-    _raise_partial_failure({}, failures)
+    _raise_partial_failure({"ranks": traces} if run else {}, failures)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -6,7 +6,9 @@ on stderr: never a traceback for bad input.
 
 from __future__ import annotations
 
-from pathlib import Path
+import errno
+import os
+import stat
 
 
 def shown(text: str) -> str:
@@ -29,7 +31,7 @@ class TracelensError(Exception):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, path: str | Path | None = None) -> None:
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
         self.path = shown(str(path)) if path is not None else None
         self.message = message
         super().__init__(f"{self.path}: {message}" if self.path else message)
@@ -66,3 +68,61 @@ class PartialFailure(TracelensError):
     """Some inputs of a multi-trace run failed; the rest were analyzed."""
 
     exit_code = 1
+
+
+def not_found(path: str | os.PathLike[str]) -> InputError:
+    """The error for ``path`` where it names no file or directory a reader can open: "no such file or directory",
+    or what it is instead: a symbolic link that loops (``ln -s a b; ln -s b a``: the OS says ELOOP, and
+    ``Path.exists`` False, as for a missing file), a symbolic link to a missing file (naming its target), or a
+    path the OS refuses otherwise (a folder on the way without search permission: "cannot read: Permission
+    denied")."""
+    if str(path) == "-":
+        return InputError(
+            "reading a trace from standard input is not supported: write it to a file", path=path
+        )
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return InputError(
+                "a symbolic link loop (too many levels of symbolic links): no file at its end", path=path
+            )
+        if err.errno not in (errno.ENOENT, errno.ENOTDIR):
+            return InputError(f"cannot read: {err.strerror or err}", path=path)
+    if os.path.islink(path) and not os.path.exists(path):
+        return InputError(f"a symbolic link to a missing file ({shown(os.readlink(path))})", path=path)
+    return InputError("no such file or directory", path=path)
+
+
+# What a path is when it is no regular file or directory (stat's file types).
+_FILE_TYPES = (
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def input_problem(path: str | os.PathLike[str]) -> InputError | None:
+    """What keeps a reader from reading ``path``, checked without reading it: nothing there (:func:`not_found`), a
+    pipe, device or socket (a named pipe without a writer would block the read), a file whose open fails (no read
+    permission); None for a directory or a regular file that opens. The CLI refuses a trace with it
+    (``outputs.readable_input``); a run of several traces leaves such a trace out, named (``run.analyze_run``)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return not_found(path)
+    if stat.S_ISDIR(mode):
+        return None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _FILE_TYPES if test(mode)), "not a file")
+        return InputError(
+            f"not a regular file ({kind}): tracelens reads a trace file or directory; write the trace to a file",
+            path=path,
+        )
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        return InputError(f"cannot read: {err.strerror or err}", path=path)
+    return None

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -37,7 +36,7 @@ def refuse_input_as_output(output: str | None, inputs: Sequence[str]) -> None:
             same = os.path.isfile(path) and os.path.samefile(output, path)
         except OSError:
             same = False
-        if same:
+        if same or _trace_under(output, path):
             from .errors import OutputError
 
             named = "" if path == output else f" ({path})"
@@ -48,46 +47,39 @@ def refuse_input_as_output(output: str | None, inputs: Sequence[str]) -> None:
             )
 
 
-# What a path is when it is no regular file or directory (stat's file types).
-_FILE_TYPES = (
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
+def _trace_under(output: str, directory: str) -> bool:
+    """Whether ``output`` (an existing file) is a trace the command reads from the directory ``directory``: a
+    rank's file of a run directory, a TF logdir's host file (``analyze RUN -o RUN/rank0.json`` replaced rank 0's
+    trace by the analysis): a file at any depth under it named as a trace and not a saved analysis document."""
+    from .document import looks_like_document
+    from .run.inputs import TRACE_FILE_SUFFIXES
+
+    if not os.path.isdir(directory) or not os.path.basename(output).lower().endswith(TRACE_FILE_SUFFIXES):
+        return False
+    inside, folder = os.path.realpath(output), os.path.realpath(directory)
+    return os.path.commonpath([inside, folder]) == folder and not looks_like_document(output)
 
 
-def check_files(output: str | None, inputs: Sequence[str]) -> None:
+def check_files(output: str | None, inputs: Sequence[str], *, run: bool = False) -> None:
     """Before anything is read or written: each input that exists is a directory or a regular file this process
     can read (a missing one, or a glob pattern, is left to the reader, which says so), and ``output`` is none of
-    them (:func:`refuse_input_as_output`)."""
-    for path in inputs:
+    them (:func:`refuse_input_as_output`). ``run``: the inputs are the traces of a run, where one that cannot be
+    opened is left out and named by the run (exit 1, the others analyzed), as one that fails to read is."""
+    for path in [] if run else inputs:
         readable_input(path)
     refuse_input_as_output(output, inputs)
 
 
 def readable_input(path: str) -> None:
     """Refuse ``path`` where it is a pipe, device or socket (a named pipe without a writer would block the read,
-    and its size reads 0) or a file whose open fails (no read permission): one line naming it, exit 2."""
-    from .errors import InputError
+    and its size reads 0), a file whose open fails (no read permission), a symbolic link loop or a link to a
+    missing file (:func:`errors.input_problem`): one line naming it, exit 2. A path that names nothing (or a glob
+    pattern) is left to the reader, which says so."""
+    from .errors import input_problem
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return
-    if stat.S_ISDIR(mode):
-        return
-    if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _FILE_TYPES if test(mode)), "not a file")
-        raise InputError(
-            f"not a regular file ({kind}): tracelens reads a trace file or directory; write the trace to a file",
-            path=path,
-        )
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}", path=path) from None
+    problem = input_problem(path)
+    if problem is not None and os.path.lexists(path):
+        raise problem
 
 
 def refuse_png(png: bool, fmt: str, output: str | None, *, plots: bool) -> None:

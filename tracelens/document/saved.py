@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import InputError, shown
+from ..errors import InputError, not_found, shown
 from .summary import is_current_summary, summarize
 
 if TYPE_CHECKING:  # types only: tracelens.document imports without its TypedDicts (kimp17)
@@ -190,7 +190,7 @@ def load_document(path: str | os.PathLike[str]) -> Document:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise InputError("no such file or directory", path=p) from None
+        raise not_found(p) from None
     except OSError as err:
         raise InputError(f"cannot read ({err.strerror})", path=p) from None
     try:

@@ -14,7 +14,7 @@ from codecs import BOM_UTF8
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UnsupportedFormatError
+from ..errors import InputError, UnsupportedFormatError, not_found
 from ..trace import Trace
 from .captures import newest_captures
 
@@ -52,6 +52,21 @@ _KINETO_MARKERS = (
 # names them after TF's devices ("/job:localhost/replica:0/task:0/device:CPU:0 Compute"): one of a CPU-only run was
 # read as an empty Kineto trace ("record with torch.profiler").
 _TF_PROCESS_MARKERS = (b'"/host:CPU"', b'"/device:GPU:', b'"/job:')
+
+
+# Compressions tracelens does not read, by their magic bytes: named, not "not JSON" or "unknown format".
+_OTHER_COMPRESSION = {
+    b"\x28\xb5\x2f\xfd": ("zstd", "zstd -d"),
+    b"\xfd7zXZ\x00": ("xz", "unxz -k"),
+    **{b"BZh" + bytes([d]): ("bzip2", "bunzip2 -k") for d in b"123456789"},
+    b"\x04\x22\x4d\x18": ("lz4", "lz4 -d"),
+    b"PK\x03\x04": ("zip", "unzip"),
+}
+
+
+def _gzipped(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(len(_GZIP_MAGIC)) == _GZIP_MAGIC
 
 
 def _peek(path: Path, n: int = 4096) -> bytes:
@@ -116,7 +131,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     """Name the format of ``path`` (a key of :data:`READERS`) or raise :class:`InputError`."""
     p = Path(path)
     if not p.exists():
-        raise InputError("no such file or directory", path=p)
+        raise not_found(p)
     if p.is_dir():
         if _has_xplane_files(p):
             return "xplane"
@@ -136,10 +151,19 @@ def detect_format(path: str | os.PathLike[str]) -> str:
     if p.name.endswith((".nsys-rep", ".qdrep")):
         return "nsys-rep"
     head = _peek(p)
+    if head.startswith((_SQLITE_MAGIC, _PARQUET_MAGIC)) and _gzipped(p):  # the readers open the file itself
+        what = "SQLite database" if head.startswith(_SQLITE_MAGIC) else "Parquet file"
+        raise InputError(f"a gzip-compressed {what}: decompress it first (gunzip -k)", path=p)
     if head.startswith(_SQLITE_MAGIC):
         return "nsys"
     if head.startswith(_PARQUET_MAGIC):
         return "parquet"
+    for magic, (kind, tool) in _OTHER_COMPRESSION.items():
+        if head.startswith(magic):
+            raise InputError(
+                f"{kind}-compressed: tracelens reads plain or gzip-compressed traces; decompress it first ({tool})",
+                path=p,
+            )
     stripped = head.removeprefix(
         BOM_UTF8
     ).lstrip()  # a byte-order mark before JSON text may be ignored (RFC 8259)

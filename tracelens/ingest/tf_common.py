@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InputError
+from ..errors import InputError, not_found
 from ..event_names import is_driver_call, is_step_marker
 from ..trace import ANNOTATION, CPU_OP, DRIVER, OTHER, OVERHEAD, PYTHON, RUNTIME, STEP
 
@@ -85,7 +85,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
     if path.is_file():
         return [path], None
     if not path.is_dir():
-        raise InputError("no such file or directory", path=path)
+        raise not_found(path)
     direct = sorted(path.glob("*.xplane.pb")) or sorted(path.glob("*.trace.json.gz"))
     if direct and run is None:
         return direct, path.name

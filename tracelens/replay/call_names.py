@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
-from ..analyses.names import is_blocking_sync, is_sync_copy, names_in_use, rows_named
+from ..analyses.names import is_blocking_sync, is_framework_wait, is_sync_copy, names_in_use, rows_named
 from ..arrow_read import arrow_filled
 from ..event_names import strip_api_suffix
 from .name_tests import SMALL_DICTIONARY
@@ -38,6 +38,10 @@ def call_rules(
         name = str(names[i])
         if name.startswith(("cu", "hip")):
             table[i] = sum(1 << k for k, rule in enumerate(rules) if rule(name))
+        elif name.startswith("$") and is_framework_wait(name):
+            # a framework's wait for device values (JAX's block_until_ready, device_get, Array._value: a Python
+            # frame, graph.point_rows): the host waits for the GPU as in a device synchronize
+            table[i] = 0b1
     n = call_names.size
     is_sync, sync_copy = np.zeros(n, bool), np.zeros(n, bool)
     hit = rows_named(call_names, table != 0)

@@ -56,6 +56,7 @@ from ..analyses.columns import event_columns
 from ..analyses.launch import launch_pairs
 from ..analyses.names import is_collective_kernel, is_graph_launch
 from ..analyses.startup import one_time_work
+from ..analyses.sync import framework_waits
 from ..trace import DRIVER, GPU_ACTIVITY_KINDS, MEMCPY, RUNTIME, STEP, Trace
 from ..values import dense_codes
 from .call_names import call_rules, lower_is, text_mask
@@ -202,10 +203,11 @@ def lex_ascending(major: np.ndarray, middle: np.ndarray, minor: np.ndarray) -> b
 
 
 def point_rows(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """The event rows the graph's points come from, ascending: (the host API rows and step markers on a known
-    thread, nested rows included; the GPU ops with a device, in launch_pairs' order), two points each at most."""
-    cols = event_columns(trace)
-    return np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0)), _gpu_rows(trace)
+    """The event rows of the graph's points, ascending: (host API rows, step markers, JAX's waits (sync.framework_waits:
+    syncs to call_rules) on a known thread; the GPU ops with a device, in launch_pairs' order), two points each."""
+    cols, waits = event_columns(trace), framework_waits(trace)
+    api = np.flatnonzero(cols.of_kind(RUNTIME, DRIVER, STEP) & (cols.tid >= 0))
+    return (np.union1d(api, waits[cols.tid[waits] >= 0]) if waits.size else api), _gpu_rows(trace)
 
 
 def build(trace: Trace, rows: tuple[np.ndarray, np.ndarray] | None = None) -> Graph:

@@ -30,7 +30,7 @@ from .call_names import text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build
-from .launch_regions import region_heads
+from .launch_regions import region_heads, region_spans, removed_by_graphs
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
 from .pinned import pinned_bandwidth
@@ -220,21 +220,31 @@ class Context:
         """The recording itself, read as a replay's outcome (what the replays are measured against)."""
         return self.outcome(times=self.graph.time)
 
-    def host_overlap(self, rows: np.ndarray) -> np.ndarray:
+    def host_overlap(
+        self, rows: np.ndarray, spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    ) -> np.ndarray:
         """Per point, how much of the interval its lag covers (previous point on the chain -> it) lies inside
-        the union of the event ``rows`` on the same host thread (0 for GPU points and chain heads)."""
+        the union of the event ``rows`` on the same host thread (0 for GPU points and chain heads); ``spans``:
+        more intervals in that union, as (thread keys, starts, ends)."""
         g = self.graph
         out = np.zeros(g.size, np.int64)
         cols = event_columns(self.trace)
         rows = rows[cols.tid[rows] >= 0]
-        if rows.size == 0 or (points := np.flatnonzero(self.is_host & ~g.chain_first)).size == 0:
+        if (rows.size == 0 and (spans is None or spans[0].size == 0)) or (
+            points := np.flatnonzero(self.is_host & ~g.chain_first)
+        ).size == 0:
             return out
         point_keys = g.thread_keys[g.chain[points]]
         row_keys = thread_key(cols.pid[rows], cols.tid[rows])
+        starts, ends = cols.start[rows], cols.end[rows]
+        if spans is not None and spans[0].size:
+            row_keys = np.concatenate([row_keys, spans[0].astype(row_keys.dtype)])
+            starts = np.concatenate([starts, spans[1].astype(starts.dtype)])
+            ends = np.concatenate([ends, spans[2].astype(ends.dtype)])
         lo, hi, rs, re = thread_time_positions(
             [
                 (point_keys, [g.time[points - 1], g.time[points]]),
-                (row_keys, [cols.start[rows], cols.end[rows]]),
+                (row_keys, [starts, ends]),
             ]
         )
         us, ue = intervals.merge(rs, re)
@@ -331,13 +341,14 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     launched = g.op_launch_call >= 0
     if not launched.any():
         return None, ""
-    keep = ctx.kept_by_graphs()  # input waits and one-time work stay
+    # the launch and framework work and the regions' host code, less input waits and one-time work (the rest stays)
+    removed = removed_by_graphs(ctx, region_spans(g, ctx.step_of, launched))
     lag = g.lag.copy()
     # the host points but chain heads and the ends of calls an explicit wait set (a launch blocked on a full command
     # buffer is launch work: captured too, its queue wait kept)
     collapse = ctx.is_host & ~g.chain_first
     collapse[g.call_end[g.call_waited & g.call_waits]] = False
-    np.minimum(lag, keep, out=lag, where=collapse)  # in place at those points: no masked copies
+    np.subtract(lag, removed, out=lag, where=collapse)  # in place at those points: no masked copies
     # one graph launch per captured region: the launches of a step (or of the whole window) on one host thread
     # between two blocking calls (a graph cannot hold a host wait); its cost at the region's first launching call
     cost, how, gap = _graph_costs(ctx)
@@ -364,9 +375,11 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     )
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
-        f"captured in one CUDA graph ({head_points.size:,} graphs): the host's framework and launch work (everything "
-        f"but input waits, blocking waits and one-time work, host time with nothing recorded included) is "
-        f"replaced by one graph launch each, costing {how}; the GPU runs the same ops with the same durations, back "
+        f"captured in one CUDA graph ({head_points.size:,} graphs): the recorded framework and launch work "
+        f"(framework ops, Python frames and CUDA API calls, less input waits, blocking waits and one-time work) and "
+        f"the host time between a region's launches with nothing recorded are replaced by one graph launch each, "
+        f"costing {how}; host time outside the regions with nothing recorded (or only annotations, OS-runtime or "
+        f"MPI calls) is the program's own and stays; the GPU runs the same ops with the same durations, back "
         f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs, input "
         f"waits and one-time work (a graph is captured after the warm-up) stay.{queue_text}"
     )

@@ -28,6 +28,7 @@ from functools import cached_property
 import numpy as np
 
 from ..analyses.columns import event_columns
+from ..analyses.migrations import migration_mask
 from ..analyses.names import code_mask, is_collective_kernel
 from ..trace import Trace
 from .collectives import overlap_collectives
@@ -108,6 +109,9 @@ class RankPart:
     nccl_names: np.ndarray  # the NCCL kernels' names, in op order (crossrank matches by name)
     collective_kernel: np.ndarray
     remedied: dict[str, tuple[Graph | None, str]]
+    # the rank's GPU ops no call launched that are unified-memory migrations (no call launches one: not counted as
+    # ops that lost their launch call, as the one-trace replay_error does not)
+    migrations: int = 0
 
 
 def rank_part(rank: int, trace: Trace, models: dict[str, Remedy], shift: int | None = None) -> RankPart:
@@ -125,6 +129,7 @@ def rank_part(rank: int, trace: Trace, models: dict[str, Remedy], shift: int | N
         nccl_names=np.asarray(cols.names, dtype=object)[codes[nccl]],
         collective_kernel=g.op_is_kernel & code_mask(codes, cols.names, is_collective_kernel),
         remedied={cause: model(ctx) for cause, model in models.items()},
+        migrations=int((migration_mask(trace, g.op_row) & (g.op_launch_call < 0)).sum()),
     )
     del ctx.trace  # see the docstring: the run keeps every rank's graph, not its events
     return part

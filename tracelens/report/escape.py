@@ -8,9 +8,9 @@ nor inject a tag. Two contexts:
   entities, ``|`` becomes ``&#124;`` (a ``\\|`` would be undone inside code spans), markdown
   punctuation that could start emphasis, code, links or strikethrough is backslash-escaped,
   newlines/tabs become spaces so a row stays on one line, and ``$`` is backslash-escaped (GitHub reads
-  ``$...$`` as math). What GitHub links by itself in a comment's text (:func:`unlinked`) gets a zero-width space:
-  ``@user`` would notify the user, ``#123`` or ``owner/repo#1`` would link (and mark) an issue, ``:x:`` (also
-  in ``at::x::y``) would be an emoji, ``https://`` or ``www.`` a link.
+  ``$...$`` as math). What GitHub links by itself in a comment's text (:func:`unlinked`) gets an empty ``<wbr>``
+  element: ``@user`` would notify the user, ``#123`` or ``owner/repo#1`` would link (and mark) an issue, ``:x:``
+  (also in ``at::x::y``) would be an emoji, ``https://`` or ``www.`` a link.
 * :func:`code` — a code span: nothing inside is escaped (GitHub shows a backslash or an entity in a code
   span literally); the fence is one backtick longer than the longest run of backticks in the text, and in a
   table cell ``|`` becomes ``\\|`` (GFM splits cells before it parses code spans, and drops that backslash).
@@ -56,7 +56,12 @@ DEFAULT_MAX = 60
 # "autolinked references and URLs"): an issue or pull request ("#123", "owner/repo#123", "GH-123"), an emoji
 # shortcode (":tada:": any name between colons, without a word boundary, so "at::x::y" shows "at:❌:y"), a URL
 # ("https://", "www."; an e-mail address breaks at its "@"), and a commit SHA (a word of 7 to 40 hex digits,
-# handled by _HEX_WORD). A zero-width space at each of these positions breaks the pattern and shows nothing.
+# handled by _HEX_WORD). An empty <wbr> element at each of these positions breaks the pattern and shows nothing:
+# GitHub's filters read each HTML text node alone (and cmark-gfm's autolinks each text node), and an element
+# splits the text there; <wbr> is on GitHub's allowed list of tags and has no text, so a name copied from the
+# rendered comment is the name (a zero-width space, used before, came along: a copied kernel name then matched
+# nothing in the code or in a grep). Backslash escapes and entities do not do it: they are gone before the filters
+# run.
 _REFERENCE = re.compile(
     r"(?<=#)(?=\d)"  # #123, owner/repo#123
     r"|(?<=GH-)(?=\d)"  # GH-123
@@ -66,25 +71,35 @@ _REFERENCE = re.compile(
     re.IGNORECASE,
 )
 _HEX_WORD = re.compile(r"(?<![0-9A-Za-z])[0-9a-fA-F]{7,40}(?![0-9A-Za-z])")
-_ZWSP = "\u200b"
+# Where unlinked() splits the text, until the escaping is done (then "<wbr>"): NUL, which _inert has made a space
+# in every name, so it marks only these positions.
+_SPLIT = "\x00"
+_BREAK = "<wbr>"
 
 
-def unlinked(text: str) -> str:
-    """``text`` with a zero-width space where GitHub would otherwise make a link, mention or emoji of it (a
-    reviewer sees the literal name; a pull-request comment pings and links no one)."""
-    s = _REFERENCE.sub(_ZWSP, text)
+def _split(text: str) -> str:
+    """``text`` (made :func:`_inert`) with :data:`_SPLIT` where GitHub would otherwise make a link, mention or emoji
+    of it."""
+    s = _REFERENCE.sub(_SPLIT, text)
     # A hex word in runs of 6: no 7-digit piece left to match a commit.
-    s = _HEX_WORD.sub(lambda m: _ZWSP.join(m.group(0)[i : i + 6] for i in range(0, len(m.group(0)), 6)), s)
+    s = _HEX_WORD.sub(lambda m: _SPLIT.join(m.group(0)[i : i + 6] for i in range(0, len(m.group(0)), 6)), s)
     # "@": a name like "kernel@user" mentions (notifies) a GitHub user, "@org/team" a whole team.
-    return s.replace("@", "@" + _ZWSP)
+    return s.replace("@", "@" + _SPLIT)
+
+
+def unlinked(text: object) -> str:
+    """``text`` (on one line, :func:`_inert`) with an empty ``<wbr>`` where GitHub would otherwise make a link,
+    mention or emoji of it (a reviewer sees, and copies, the literal name; a pull-request comment pings and links no
+    one). The rest of the text is not escaped: for raw HTML or markdown, :func:`html_text` and :func:`md`."""
+    return _split(_inert(text)).replace(_SPLIT, _BREAK)
 
 
 def md(text: object) -> str:
     """Escape ``text`` for inline markdown and GitHub table cells (one line, no raw HTML)."""
-    s = unlinked(_inert(text))
+    s = _split(_inert(text))
     s = html.escape(s, quote=False)  # & < > first, so the entities below are not re-escaped
     s = _MD_PUNCT.sub(r"\\\1", s)
-    return s.replace("|", "&#124;").replace("`", "&#96;")
+    return s.replace("|", "&#124;").replace("`", "&#96;").replace(_SPLIT, _BREAK)
 
 
 _BLOCK_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")
@@ -123,8 +138,8 @@ def link(text: object, destination: str, *, image: bool = False) -> str:
 
 
 def html_text(text: object) -> str:
-    """Escape ``text`` for raw HTML content or a double-quoted attribute value."""
-    return html.escape(unlinked(_inert(text)), quote=True)
+    """Escape ``text`` for raw HTML content (``<summary>``; its links broken by ``<wbr>`` as in :func:`md`)."""
+    return html.escape(_split(_inert(text)), quote=True).replace(_SPLIT, _BREAK)
 
 
 def shorten(text: object, limit: int = DEFAULT_MAX) -> str:

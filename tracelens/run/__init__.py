@@ -25,7 +25,7 @@ from .cache import CACHE_DIRNAME, MANIFEST_NAME, default_cache_dir, read_manifes
 from .crossrank import lateness, leave_one_out_median
 from .document import RUN_SCHEMA_VERSION, analyze_run, build_run_document
 from .executors import ingest_and_summarize
-from .inputs import expand_paths, is_run_directory, rank_from_name, resolve_ranks
+from .inputs import expand_paths, is_run_directory, rank_from_name, read_ranks, resolve_ranks
 
 __all__ = [
     "CACHE_DIRNAME",
@@ -41,5 +41,6 @@ __all__ = [
     "leave_one_out_median",
     "rank_from_name",
     "read_manifest",
+    "read_ranks",
     "resolve_ranks",
 ]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from ..document import RunDocument, load_document, summarize
-from ..errors import InputError, UsageError
+from ..errors import InputError, UsageError, input_problem
 from ..trace import TABLE_SCHEMA_VERSION, Trace
 from .cache import (
     cache_entry_valid,
@@ -50,12 +50,18 @@ def analyze_run(
 
     if engine not in ("local", "dask"):
         raise UsageError(f"unknown engine {engine!r} (choose local or dask)")
-    sources = expand_paths(paths)
+    twice: list[str] = []
+    sources = expand_paths(paths, twice)
     if not sources:
         raise InputError("no trace given")
-    for source in sources:
-        if not source.exists():
-            raise InputError("no such file or directory", path=source)
+    # A trace that is not there or cannot be opened (missing, a link loop, a pipe, no read permission) is left out
+    # and named, as a trace that fails to read is: the others are analyzed (exit 1), and only a run of which no
+    # trace reads is refused whole (exit 2).
+    problems = {source: input_problem(source) for source in sources}
+    unopened = [str(problem) for problem in problems.values() if problem is not None]
+    sources = [source for source, problem in problems.items() if problem is None]
+    if not sources:
+        raise InputError("no trace of the run could be read: " + "; ".join(unopened))
     workers = max(1, min(workers or os.cpu_count() or 1, len(sources)))
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir(sources)
     try:
@@ -83,7 +89,7 @@ def analyze_run(
         else:
             results = run_local(tasks, workers, advance)
 
-    failures = [r["error"] for r in results if not r["ok"]]
+    failures = unopened + [r["error"] for r in results if not r["ok"]]
     good = [(r, s, src) for r, s, src in zip(results, stats, sources, strict=True) if r["ok"]]
     if not good:
         raise InputError("no trace of the run could be read: " + "; ".join(failures))
@@ -101,13 +107,16 @@ def analyze_run(
             "event_count": result["event_count"],
         }
     write_manifest(cache, manifest)
-    doc = build_run_document([r for r, _, _ in good], ranks, capture_notes(paths) + rank_warnings, cache)
+    doc = build_run_document(
+        [r for r, _, _ in good], ranks, capture_notes(paths) + twice + rank_warnings, cache
+    )
     if failures:  # in the document too, so that the report (a PR comment) does not read as the whole run
         shown = "; ".join(" ".join(f.split()) for f in failures[:5])
         more = f"; and {len(failures) - 5} more" if len(failures) > 5 else ""
         verb = "is" if len(failures) == 1 else "are"
         doc["source"]["warnings"] = [
-            f"{len(failures)} of {len(results)} traces could not be read and {verb} left out: {shown}{more}",
+            f"{len(failures)} of {len(unopened) + len(results)} traces could not be read and {verb} left out: "
+            f"{shown}{more}",
             *doc["source"]["warnings"],
         ]
     return doc, failures

@@ -24,19 +24,23 @@ _RANK_PATTERNS = (
 
 
 def _is_trace_file(path: Path) -> bool:
-    return path.is_file() and path.name.lower().endswith(TRACE_FILE_SUFFIXES)
+    """A trace's name on anything but a directory: also a link to a missing file, a link loop or a pipe (so named,
+    it is a trace the run cannot read, named as such: ``analyze_run``), not left out unsaid."""
+    return not path.is_dir() and path.name.lower().endswith(TRACE_FILE_SUFFIXES)
 
 
 def _run_files(directory: Path, newest: bool = True) -> list[Path]:
     """The directory's trace files: not an analysis document saved beside them (``analyze DIR -o DIR/x.json``, a
     diff's JSON), which would read as a rank whose trace failed, the run then exiting 1 on its own output; and
-    (``newest``) not a process's earlier Kineto captures where it has several (they are not ranks)."""
+    (``newest``) not a process's earlier Kineto captures where it has several (they are not ranks). An entry named
+    as a rank's trace that is no regular file (a link to a missing file, a link loop, a pipe) is one: the run names
+    it as a trace it could not read, rather than analyze fewer ranks than the directory holds without a word."""
     from ..document import looks_like_document
 
     files = [
         f
         for f in directory.iterdir()
-        if f.is_file()
+        if not f.is_dir()
         and not f.name.startswith(".")
         and f.name.lower().endswith(RUN_FILE_SUFFIXES)
         and not (f.name.lower().endswith(".json") and looks_like_document(f))
@@ -69,9 +73,11 @@ def _natural_key(path: Path) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
 
 
-def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+def expand_paths(paths: Sequence[str | os.PathLike[str]], notes: list[str] | None = None) -> list[Path]:
     """Traces named by ``paths``: files as given, run directories as their trace files, globs expanded
-    (shells on some platforms do not). Sorted naturally (rank2 before rank10) within each argument."""
+    (shells on some platforms do not). Sorted naturally (rank2 before rank10) within each argument. A file named
+    twice (by any path) is read once; ``notes``: a line for each such file appended (a run of two traces named
+    ``rank0.json rank0.json``, a slip for rank1, read as one rank without a word)."""
     found: list[Path] = []
     for raw in paths:
         text = str(raw)
@@ -89,7 +95,10 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
             found.append(p)  # a file or a TF logdir; the reader says when it is neither
     unique: dict[str, Path] = {}
     for f in found:
-        unique.setdefault(os.path.realpath(f), f)
+        first = unique.setdefault(os.path.realpath(f), f)
+        if first is not f and notes is not None:
+            also = "" if str(first) == str(f) else f" (as {first})"
+            notes.append(f"{f}: named more than once{also}: read once")
     return list(unique.values())
 
 
@@ -119,3 +128,25 @@ def resolve_ranks(metadata_ranks: Sequence[int | None], paths: Sequence[Path]) -
     why = "collide" if len(set(known)) < len(known) else "are missing for some traces"
     warning = f"ranks stated by the traces or their names {why}; numbered by position instead"
     return list(range(len(paths))), [warning]
+
+
+def read_ranks(path: str | os.PathLike[str], **options: Any) -> tuple[list[Path], list[Any], list[str]]:
+    """The traces of the run directory ``path`` read in this process (``tracelens annotate``: one timeline), with
+    their files; each that cannot be opened or read is left out and named (one line each), as :func:`analyze_run`
+    leaves such a trace out: a run of which no trace reads is bad input. (annotate refused the whole run for one.)"""
+    from ..errors import input_problem
+    from ..ingest import load
+
+    files, traces, failures = [], [], []
+    for file in expand_paths([path]):  # a loop over the run's files
+        try:
+            problem = input_problem(file)
+            if problem is not None:
+                raise problem
+            traces.append(load(file, **options))
+            files.append(file)
+        except InputError as err:
+            failures.append(str(err))
+    if not traces:
+        raise InputError("no trace of the run could be read: " + "; ".join(failures))
+    return files, traces, failures

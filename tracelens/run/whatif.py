@@ -130,7 +130,7 @@ def run_whatif(traces: Iterable[Trace], ranks: Sequence[int], comparable: bool) 
             "no collective matched across ranks: the ranks replay side by side without cross-rank edges"
         )
     replay_error = {
-        **replay_error_fields(g, recorded, base, typical),
+        **replay_error_fields(g, recorded, base, typical, sum(p.migrations for p in parts)),
         "joined": bool(replay.barriers),
         "join_reason": join_reason,
         "collectives_matched": matched,

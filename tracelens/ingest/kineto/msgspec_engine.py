@@ -146,9 +146,11 @@ def _json_error(err: Exception, path: Path, shift: int = 0) -> InputError:
 
 class LooseEvents(list):
     """Events decoded loosely because a field had an unexpected type; ``problem`` says which field, in which
-    event (the first the typed decoder met), for the reader's warning."""
+    event (the first the typed decoder met), for the reader's warning. Also events (``problem`` None) decoded
+    after ``surrogates`` unpaired surrogate escapes were replaced (:func:`paired_surrogates`), for its warning."""
 
     problem: str | None = None
+    surrogates = 0
 
 
 _VALIDATION_AT = re.compile(
@@ -179,15 +181,71 @@ def loose_events(events: list[Any], error: msgspec.ValidationError) -> LooseEven
     return out
 
 
-def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
+# A \uXXXX escape of a UTF-16 surrogate that is not one half of a pair (a high one not followed by a low one, a
+# low one alone): valid JSON syntax (RFC 8259 section 8.2 leaves it to the reader; Python's json keeps it as a lone
+# surrogate), but no Unicode text, and msgspec refuses it (as "invalid utf-16 surrogate pair", or as "truncated"
+# where it ends a string). Matched from the start of a run of backslashes, so that an escaped backslash before
+# "u" (``\\ud800``, the text "\ud800") is no escape; a pair (group "low") is left as it is.
+_SURROGATE_ESCAPE = re.compile(
+    rb"(?<!\\)(?P<run>(?:\\\\)*)\\u(?:[dD][89abAB][0-9a-fA-F]{2}(?P<low>\\u[dD][c-fC-F][0-9a-fA-F]{2})?"
+    rb"|[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+# What replaces an unpaired one: the escape of U+FFFD REPLACEMENT CHARACTER, as long as the escape it replaces (so
+# msgspec's byte positions in an error message stay those of the file).
+_REPLACEMENT_ESCAPE = rb"\ufffd"
+
+
+def paired_surrogates(payload: bytes | memoryview) -> tuple[bytes, int] | None:
+    """``payload`` with each unpaired surrogate escape replaced by ``\\ufffd``, and how many there were; None
+    where it holds none (a decode error there is another problem). Only called where msgspec refused a piece."""
+    count = 0
+
+    def replace(match: re.Match[bytes]) -> bytes:
+        nonlocal count
+        if match["low"] is not None:
+            return match[0]
+        count += 1
+        return match["run"] + _REPLACEMENT_ESCAPE
+
+    fixed = _SURROGATE_ESCAPE.sub(replace, bytes(payload))
+    return (fixed, count) if count else None
+
+
+def _decoded(decoder: msgspec.json.Decoder, payload: bytes) -> tuple[Any, bytes, int]:
+    """``decoder``'s value of ``payload``, the payload decoded (unpaired surrogate escapes replaced, see
+    :func:`paired_surrogates`) and how many were replaced. msgspec's error where the payload is broken otherwise
+    (raised for the payload as given when it holds no unpaired surrogate)."""
     try:
-        return EVENTS_DECODER.decode(payload)
+        return decoder.decode(payload), payload, 0
+    except msgspec.ValidationError:
+        raise  # (a DecodeError too: a field's type, the caller's business)
+    except msgspec.DecodeError:
+        fixed = paired_surrogates(payload)
+        if fixed is None:
+            raise
+    return decoder.decode(fixed[0]), fixed[0], fixed[1]
+
+
+def _with_surrogates(events: list[Any], count: int) -> list[Any]:
+    if not count:
+        return events
+    tagged = events if isinstance(events, LooseEvents) else LooseEvents(events)
+    tagged.surrogates = count
+    return tagged
+
+
+def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
+    surrogates = 0
+    try:
+        events, payload, surrogates = _decoded(EVENTS_DECODER, payload)
+        return _with_surrogates(events, surrogates)
     except msgspec.ValidationError as err:
         typed_error = err  # a field of an unexpected type: decode this piece loosely, coerce below
     except DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
     try:
-        return loose_events(_ANY_EVENTS_DECODER.decode(payload), typed_error)
+        events, payload, surrogates = _decoded(_ANY_EVENTS_DECODER, payload)
+        return _with_surrogates(loose_events(events, typed_error), surrogates)
     except msgspec.ValidationError as err:
         raise InputError(
             f"not a PyTorch profiler trace: traceEvents holds non-objects ({err})", path=path
@@ -198,7 +256,7 @@ def decode_events(payload: bytes, path: Path, shift: int = 0) -> list[Any]:
 
 def decode_header(payload: bytes, path: Path, shift: int = 0) -> dict[str, Any]:
     try:
-        doc = LOOSE_DOCUMENT_DECODER.decode(payload)
+        doc = _decoded(LOOSE_DOCUMENT_DECODER, payload)[0]
     except (*DECODE_ERRORS, msgspec.ValidationError) as err:
         raise _json_error(err, path, shift) from None
     return document_fields(doc) if isinstance(doc, _LooseDocument) else {}
@@ -207,15 +265,17 @@ def decode_header(payload: bytes, path: Path, shift: int = 0) -> dict[str, Any]:
 def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], dict[str, Any]]:
     if not payload.strip():
         raise InputError("file holds only whitespace", path=path)
+    surrogates = 0
     try:
-        doc: Any = _DOCUMENT_DECODER.decode(payload)
+        doc: Any
+        doc, payload, surrogates = _decoded(_DOCUMENT_DECODER, payload)
     except msgspec.ValidationError as err:
         doc, typed_error = None, err  # some field of an unexpected type: decode loosely below
     except DECODE_ERRORS as err:
         raise _json_error(err, path, shift) from None
     if doc is None:
         try:
-            doc = LOOSE_DOCUMENT_DECODER.decode(payload)
+            doc, payload, surrogates = _decoded(LOOSE_DOCUMENT_DECODER, payload)
             if isinstance(doc, _LooseDocument) and isinstance(doc.traceEvents, list):
                 doc.traceEvents = loose_events(msgspec.convert(doc.traceEvents, list[_AnyEvent]), typed_error)
             elif isinstance(doc, list):
@@ -225,12 +285,12 @@ def decode_rest(payload: bytes, path: Path, shift: int = 0) -> tuple[list[Any], 
                 f"not a PyTorch profiler trace: events are not JSON objects ({err})", path=path
             ) from None
     if isinstance(doc, list):
-        return doc, {}
+        return _with_surrogates(doc, surrogates), {}
     if doc.traceEvents is None:
         raise InputError("not a PyTorch profiler trace: JSON object without a 'traceEvents' list", path=path)
     if not isinstance(doc.traceEvents, list):
         raise InputError("not a PyTorch profiler trace: 'traceEvents' is not a list", path=path)
-    return doc.traceEvents, document_fields(doc)
+    return _with_surrogates(doc.traceEvents, surrogates), document_fields(doc)
 
 
 def document_fields(doc: Any) -> dict[str, Any]:
@@ -323,6 +383,8 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
         key = PHASE_COUNTER.get(phase, "other_phase")
         if key:
             counts[key] += int(count)
+    if getattr(events, "surrogates", 0):  # (only then: a block's counts are the scanner's where it read it)
+        counts["surrogates"] = events.surrogates
     block: dict[str, Any] = {"counts": counts}
     if getattr(events, "problem", None):
         block["problem"] = events.problem
@@ -437,3 +499,20 @@ def annotated_source(source: Any, extra: dict[str, Any]) -> tuple[str, str, str]
             }
             return producer, version if isinstance(version, str) else "", str(source["framework"])
     return "PyTorch Profiler (Kineto)", "", "pytorch"
+
+
+def decoding_warnings(counts: dict[str, int], problem: str | None) -> list[str]:
+    """The read's warnings about how its events were decoded: fields of unexpected types (``problem``: the first,
+    with an example event) and unpaired surrogate escapes replaced (:func:`paired_surrogates`)."""
+    warnings = []
+    if counts["lenient_blocks"]:
+        warnings.append(
+            "some events had fields of unexpected types; numbers written as strings were read, other such "
+            "values left empty" + (f" (first: {problem})" if problem else "")
+        )
+    if counts["surrogates"]:
+        warnings.append(
+            f"{counts['surrogates']:,} unpaired UTF-16 surrogate escape(s) (\\uD800-\\uDFFF without "
+            "their other half) in event strings: read as U+FFFD (the replacement character)"
+        )
+    return warnings

@@ -11,7 +11,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, not_found
 from ...memory import raise_heap_thresholds
 from ...progress import progress_bar
 from ...trace import Trace
@@ -78,7 +78,7 @@ def _no_gc() -> Iterator[None]:
 
 def _read(path: Path, options: dict[str, Any]) -> Trace:
     if not path.is_file():
-        raise InputError("no such file", path=path)
+        raise not_found(path) if not path.exists() else InputError("not a file", path=path)
     size = path.stat().st_size
     if size == 0:
         raise InputError("file is empty", path=path)

@@ -44,7 +44,7 @@ from .devices import device_table
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 from .gpu_columns import field_at, geometry, gpu_placed, shared_memory, stream_column, with_fallback
 from .labels import Interner, memcpy_kinds, sync_label
-from .msgspec_engine import SOURCE_MEMBER, annotated_source
+from .msgspec_engine import SOURCE_MEMBER, annotated_source, decoding_warnings
 from .named_kinds import KIND_MASK, VALID_BIT, NameFlags, ready_block
 from .placing import (
     LaunchIndex,
@@ -126,6 +126,7 @@ class Columns:
             "other_phase": 0,
             "lenient_blocks": 0,
             "msgspec_blocks": 0,
+            "surrogates": 0,
         }
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
         # set by finish: whether the GPU ops' ends ascend in table order (stream_order.ends_ascending)
@@ -444,12 +445,7 @@ class Columns:
         drops = profiler_drops(kineto_log_lines(document))
         if drops:
             extra["profiler_drops"] = drops
-        warnings = []
-        if self.counts["lenient_blocks"]:
-            warnings.append(
-                "some events had fields of unexpected types; numbers written as strings were read, other such "
-                "values left empty" + (f" (first: {self.problem})" if self.problem else "")
-            )
+        warnings = decoding_warnings(self.counts, self.problem)
         warnings += [gpu_columns.no_device_warning(deviceless)] if deviceless else []
         producer, version, framework = annotated_source(document.get(SOURCE_MEMBER), extra)
         metadata = TraceMetadata(

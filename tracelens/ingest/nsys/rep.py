@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from ...errors import InputError, ToolMissingError
+from ...errors import InputError, ToolMissingError, not_found
 
 CACHE_SUFFIX = ".tracelens.sqlite"
 
@@ -53,7 +53,7 @@ def export_report(report: Path) -> Path:
     """The SQLite export of ``report``: the cached one if fresh, else a new ``nsys export``."""
     report = Path(report)
     if not report.is_file():
-        raise InputError("no such file", path=report)
+        raise not_found(report) if not report.exists() else InputError("not a file", path=report)
     cache = cache_path(report)
     # Fresh when its mtime is the report's, to the ns (set so below): "newer than the report" reused the export of
     # a report replaced by an older file (cp -p, rsync -a, tar keep mtimes), and of run.qdrep beside run.nsys-rep
