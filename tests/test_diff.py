@@ -364,3 +364,36 @@ def test_fail_on_regression_threshold_must_be_a_number_from_zero(
     code = main(["diff", "base.json", "head.json", f"--fail-on-regression={value}"])
     assert code == 2
     assert "the threshold is a number >= 0" in capsys.readouterr().err
+
+
+def test_faster_steps_with_lower_utilization_are_no_regression(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A change that shortens the GPU's work (faster kernels) lowers busy / span while every step gets faster: the gate
+    failed it ('GPU utilization 84.2% -> 72.7%') and the verdict read 'regressed' next to a 40% faster step.
+    base: 4 steps of 10 ms, an 8 ms kernel ending each: span 2..40 ms = 38 ms, busy 32 ms -> 32/38 = 84.2%.
+    head: 4 steps of 6 ms, a 4 ms kernel ending each: span 2..24 ms = 22 ms, busy 16 ms -> 16/22 = 72.7%: 11.5 points
+    lower; mean step 10 ms -> 6 ms (-40%)."""
+    base, head = tmp_path / "base.parquet", tmp_path / "head.parquet"
+    _step_trace(10_000_000, 8_000_000).save(base)
+    _step_trace(6_000_000, 4_000_000).save(head)
+    assert main(["diff", str(base), str(head), "--fail-on-regression", "5", "-f", "json"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    util, step = metric(result, "gpu_utilization"), metric(result, "mean_step_ns")
+    assert util["base"] == pytest.approx(32 / 38) and util["head"] == pytest.approx(16 / 22)
+    assert util["change"] == "regressed"  # the row states the fact; it is not counted as a regression
+    assert step["base"] == 10_000_000 and step["head"] == 6_000_000 and step["change"] == "improved"
+    assert result["verdict"] == "improved" and err == ""
+    assert "the mean step time improved" in result["verdict_reasons"][0]
+    assert regression_reasons(result, 0) == []
+    # Steps within the noise floor (10 ms -> 10.1 ms, +1%) do not excuse the same fall: 80% -> 50%.
+    same_steps = compare(doc([(80, 100)], steps=[10_000_000]), doc([(50, 100)], steps=[10_100_000]))
+    assert same_steps["verdict"] == "regressed"
+    (reason,) = regression_reasons(same_steps, 5)
+    assert reason.startswith("GPU utilization 80.0% -> 50.0% (30.0 points lower")
+    # Without steps utilization is all the gate has: it still fails.
+    assert len(regression_reasons(compare(doc([(80, 100)]), doc([(50, 100)])), 5)) == 1
+    # Swapped (steps slower, utilization higher): step time decides, regressed.
+    assert main(["diff", str(head), str(base), "--fail-on-regression", "5"]) == 1
+    assert "mean step time 6.000 ms -> 10.000 ms (66.7% longer" in capsys.readouterr().err

@@ -437,9 +437,9 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     default=None,
     callback=lambda _ctx, _param, value: _threshold(value),
     metavar="PCT",
-    help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
-    "time is longer by more than PCT percent, or when either trace cannot answer (its GPU side "
-    "is missing: diagnosis incomplete_trace).",
+    help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points (unless its mean step "
+    "time improved) or its mean step time is longer by more than PCT percent, or when either trace "
+    "cannot answer (its GPU side is missing: diagnosis incomplete_trace).",
 )
 @click.option(
     "--allow-inconclusive",

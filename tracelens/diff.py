@@ -12,7 +12,8 @@ Definitions (also in ``docs/json.md``, section "diff"):
 * A metric's change is "improved"/"regressed" when it moves beyond the noise floor in its better/worse
   direction, else "unchanged". Noise floor: :data:`NOISE_FLOOR` = 2% relative, or 2 points for fractions.
 * Verdict, from the two headline metrics (GPU utilization, mean step time): "regressed" when either
-  regressed beyond the floor, else "improved" when either improved, else "unchanged"; "inconclusive"
+  regressed beyond the floor (a lower utilization does not count when the mean step time improved: the GPU
+  then has less work per step), else "improved" when either improved, else "unchanged"; "inconclusive"
   when neither metric exists on both sides (no GPU and no steps), or when either trace cannot answer (its
   ``diagnosis.completeness.answerable`` is false: the GPU side is missing); the reasons then say which side
   and why first.
@@ -441,12 +442,29 @@ def _describe(row: dict[str, Any]) -> str:
     )
 
 
+STEPS_FASTER_NOTE = (
+    "not a regression: the mean step time improved, so the GPU has less work per step, "
+    "not more idle time per step"
+)
+
+
+def steps_got_faster(rows: list[dict[str, Any]]) -> bool:
+    """Whether the mean step time improved beyond the noise floor. Then a lower GPU utilization is no regression: a
+    change that makes the GPU's work shorter (faster kernels, fewer copies) lowers busy / span whenever the host
+    side does not shrink as much, while every step is faster; utilization is the means, step time the end."""
+    return any(r["key"] == "mean_step_ns" and r["change"] == "improved" for r in rows)
+
+
 def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     headline = [r for r in rows if r["key"] in HEADLINE and r["change"] != "n/a"]
     if not headline:
         return "inconclusive", ["neither GPU utilization nor mean step time exists in both traces"]
-    reasons = [_describe(r) for r in headline]
-    if any(r["change"] == "regressed" for r in headline):
+    faster = steps_got_faster(headline)
+    reasons = [
+        _describe(r) + (f" ({STEPS_FASTER_NOTE})" if faster and r["change"] == "regressed" else "")
+        for r in headline
+    ]
+    if any(r["change"] == "regressed" and not faster for r in headline):
         return "regressed", reasons
     if any(r["change"] == "improved" for r in headline):
         return "improved", reasons
@@ -492,12 +510,15 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
 def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
     """Why HEAD regressed by more than ``pct``: utilization down by > pct points, mean step time up > pct %.
 
-    A criterion whose metric is missing on either side (no GPU activity, no steps) is not applied.
+    A criterion whose metric is missing on either side (no GPU activity, no steps) is not applied; the utilization
+    criterion is not applied either when the mean step time improved beyond the noise floor (steps_got_faster).
     """
     by_key = {m["key"]: m for m in result.get("metrics", [])}
     reasons: list[str] = []
     util = by_key.get("gpu_utilization")
-    if util and util["base"] is not None and util["head"] is not None:
+    # Steps faster beyond the noise floor: a utilization drop is less GPU work per step (steps_got_faster).
+    faster = steps_got_faster(list(by_key.values()))
+    if util and util["base"] is not None and util["head"] is not None and not faster:
         drop_points = 100.0 * (util["base"] - util["head"])
         if drop_points > pct + _EPSILON:
             reasons.append(
