@@ -397,3 +397,37 @@ def test_faster_steps_with_lower_utilization_are_no_regression(
     # Swapped (steps slower, utilization higher): step time decides, regressed.
     assert main(["diff", str(head), str(base), "--fail-on-regression", "5"]) == 1
     assert "mean step time 6.000 ms -> 10.000 ms (66.7% longer" in capsys.readouterr().err
+
+
+def test_capture_totals_are_judged_per_step_when_step_counts_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A head that recorded more steps of the same work read as regressed on every capture total (span, memcpy time,
+    idle time by cause, ...): a trace cut to 2 of its 3 steps against itself whole showed ten ❌ rows. Where both
+    traces have steps and the counts differ, those rows are judged per step.
+    base: 2 steps, span 100 -> 50 per step; head: 3 steps, span 150 -> 50 per step (unchanged, +0%); span 180 ->
+    60 per step (+20%: regressed per step, though 100 -> 180 is +80% in total)."""
+    base = doc([(80, 100)], steps=[10, 10])
+    same = metric(compare(base, doc([(120, 150)], steps=[10, 10, 10])), "device_mean_span_ns")
+    assert (same["base"], same["head"], same["relative"]) == (100, 150, 0.5)
+    assert same["change"] == "unchanged" and same["per_step_relative"] == 0.0
+    worse = metric(compare(base, doc([(120, 180)], steps=[10, 10, 10])), "device_mean_span_ns")
+    assert worse["change"] == "regressed" and worse["per_step_relative"] == pytest.approx(60 / 50 - 1)
+    # Equal step counts, or a side without steps: totals as before, per_step_relative null.
+    equal = metric(compare(base, doc([(80, 150)], steps=[10, 10])), "device_mean_span_ns")
+    assert equal["change"] == "regressed" and equal["per_step_relative"] is None
+    no_steps = metric(compare(doc([(80, 100)]), doc([(120, 150)], steps=[10])), "device_mean_span_ns")
+    assert no_steps["change"] == "regressed" and no_steps["per_step_relative"] is None
+    # Through the CLI on traces: 4 and 6 steps of 10 ms, an 8 ms kernel ending each: span 2..40 = 38 ms and
+    # 2..60 = 58 ms; per step 9.5 ms and 9.667 ms: +1.75%, inside the noise floor.
+    four, six = tmp_path / "four.parquet", tmp_path / "six.parquet"
+    _step_trace(10_000_000, 8_000_000, steps=4).save(four)
+    _step_trace(10_000_000, 8_000_000, steps=6).save(six)
+    assert main(["diff", str(four), str(six), "-f", "json"]) == 0
+    span = metric(json.loads(capsys.readouterr().out), "device_mean_span_ns")
+    assert (span["base"], span["head"]) == (38_000_000, 58_000_000)
+    assert span["per_step_relative"] == pytest.approx((58 / 6) / (38 / 4) - 1) and span["change"] == "unchanged"
+    assert main(["diff", str(four), str(six), "-f", "markdown"]) == 0
+    assert "| GPU span (device-mean) | 38 ms | 58 ms | +20 ms | +52.6% | unchanged per step (+1.8%) |" in (
+        capsys.readouterr().out
+    )

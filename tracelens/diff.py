@@ -11,6 +11,8 @@ Definitions (also in ``docs/json.md``, section "diff"):
 * delta = head - base; relative = delta / base (null when base is 0 or either side is null).
 * A metric's change is "improved"/"regressed" when it moves beyond the noise floor in its better/worse
   direction, else "unchanged". Noise floor: :data:`NOISE_FLOOR` = 2% relative, or 2 points for fractions.
+  Capture totals (:data:`CAPTURE_TOTALS`, idle by cause) are judged per step when both traces have steps and
+  their step counts differ (``per_step_relative``).
 * Verdict, from the two headline metrics (GPU utilization, mean step time): "regressed" when either
   regressed beyond the floor (a lower utilization does not count when the mean step time improved: the GPU
   then has less work per step), else "improved" when either improved, else "unchanged"; "inconclusive"
@@ -212,8 +214,39 @@ def _row(metric_key: str, label: str, unit: str, better: str | None, base: Any, 
         "head": head,
         "delta": delta,
         "relative": relative,
+        "per_step_relative": None,
         "change": _classify(unit, better, base, head),
     }
+
+
+# Totals over the whole capture (with a better direction): they grow with the number of steps recorded, so a head
+# that recorded more steps of the same work read as regressed on every one of them.
+CAPTURE_TOTALS = frozenset(
+    {
+        "device_mean_span_ns",
+        "memcpy_count",
+        "device_mean_memcpy_ns",
+        "device_mean_memcpy_exposed_ns",
+        "device_mean_primary_lost_ns",
+        "short_kernel_count",
+    }
+)
+
+
+def _judge_per_step(rows: list[dict[str, Any]], base_steps: int | None, head_steps: int | None) -> None:
+    """Where both traces have steps and their counts differ, a capture total's change is judged on its value per
+    step (total / step count): ``per_step_relative`` = (head / head_steps) / (base / base_steps) - 1."""
+    if not base_steps or not head_steps or base_steps == head_steps:
+        return
+    for row in rows:
+        if not (row["key"] in CAPTURE_TOTALS or row["key"].startswith("idle_")):
+            continue
+        base, head = row["base"], row["head"]
+        if base is None or head is None or row["better"] is None:
+            continue
+        base_per, head_per = base / base_steps, head / head_steps
+        row["per_step_relative"] = (head_per - base_per) / base_per if base_per else None
+        row["change"] = _classify(row["unit"], row["better"], base_per, head_per)
 
 
 def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
@@ -489,6 +522,7 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
         )
         for cause in sorted(base_idle.keys() | head_idle.keys())
     ]
+    _judge_per_step([*metrics, *idle], _step_count(base_doc), _step_count(head_doc))
     verdict, reasons = _verdict(metrics)
     base, head = _side(base_doc), _side(head_doc)
     blocked = cannot_answer({"base": base, "head": head})

@@ -81,10 +81,20 @@ def _metric_rows(
             fmt_value(r["head"], r["unit"]),
             fmt_delta(r),
             fmt_relative(r),
-            marks.get(r["change"], r["change"]),
+            _change_cell(r, marks),
         ]
         for r in rows
     ]
+
+
+def _change_cell(row: dict[str, Any], marks: dict[str, str]) -> str:
+    """The change mark; "per step" with the per-step change where a capture total was judged per step (the two
+    traces recorded different numbers of steps)."""
+    mark = marks.get(row["change"], row["change"])
+    per_step = row.get("per_step_relative")
+    if per_step is None:
+        return mark
+    return f"{mark} per step ({signed(100 * per_step)}%)"
 
 
 def _present(result: dict[str, Any]) -> list[dict[str, Any]]:
