@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_shared_trace
 from tests.test_markdown import assert_details_balanced, assert_tables_well_formed
 from tracelens.cli import main
-from tracelens.diff import compare, gpu_utilization, mean_step_ns, regression_reasons
+from tracelens.diff import caveats, compare, gpu_utilization, mean_step_ns, regression_reasons
 from tracelens.report.diff_renderer import render_diff
 from tracelens.trace import Trace
 
@@ -431,3 +432,70 @@ def test_capture_totals_are_judged_per_step_when_step_counts_differ(
     assert "| GPU span (device-mean) | 38 ms | 58 ms | +20 ms | +52.6% | unchanged per step (+1.8%) |" in (
         capsys.readouterr().out
     )
+
+
+def test_caveats_say_what_else_differs() -> None:
+    """The diff compared a 2-GPU Nsight capture with a 1-GPU Kineto trace (or an A100 with an RTX 3080, rank 0 with
+    rank 1, a trace with steps with one without) and said nothing: the gate read 'regressed' as if code had changed.
+    Each difference is now one caveat line (the figures are still compared)."""
+    base = doc([(80, 100)], steps=[10])
+    assert caveats(base, doc([(80, 100)], steps=[10])) == []
+    (two_gpus,) = caveats(doc([(80, 100), (80, 100)], steps=[10]), base)
+    assert two_gpus.startswith("BASE has activity on 2 GPUs, HEAD on 1")
+    a100, h100 = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    a100["devices"][0]["name"], h100["devices"][0]["name"] = "NVIDIA A100", "NVIDIA H100"
+    (models,) = caveats(a100, h100)
+    assert models.startswith("the GPU models differ (BASE NVIDIA A100; HEAD NVIDIA H100)")
+    # Across formats the names are not compared (each profiler words a model its own way); the profilers are.
+    a100["source"]["format"], h100["source"]["format"] = "nsys", "kineto"
+    (formats,) = caveats(a100, h100)
+    assert formats.startswith("BASE was recorded by Nsight Systems (nsys), HEAD by the PyTorch profiler (kineto)")
+    rank0, rank1 = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    rank0["source"].update(rank=0, world_size=2)
+    rank1["source"].update(rank=1, world_size=2)
+    assert caveats(rank0, rank1)[0].startswith("BASE is rank 0 of 2, HEAD rank 1 of 2")
+    rank1["source"].update(rank=0, world_size=None)  # same rank, the other's size unknown: nothing to say
+    assert caveats(rank0, rank1) == []
+    (steps,) = caveats(base, doc([(80, 100)]))
+    assert steps == "HEAD has no steps and BASE has: the mean step time is not compared (nor gated)"
+    text = render_diff(compare(base, doc([(80, 100)])), "markdown")
+    assert "- Caveat: HEAD has no steps and BASE has" in text
+
+
+def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The 2-GPU Nsight window against a copy that lost GPU 1's rows; the NCCL rank-0 trace against a copy that says
+    rank 1, and one without its ProfilerStep annotations."""
+    nsys = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    one_gpu = tmp_path / "one_gpu.sqlite"
+    one_gpu.write_bytes(nsys.read_bytes())
+    one_gpu.chmod(0o600)
+    with sqlite3.connect(one_gpu) as db:
+        for table in ("KERNEL", "MEMCPY", "MEMSET"):
+            db.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_{table} WHERE deviceId = 1")
+    counts = []
+    for path in (nsys, one_gpu):
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            counts.append(db.execute("SELECT COUNT(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+    assert counts == [2, 1]
+    assert main(["diff", str(nsys), str(one_gpu), "-f", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["caveats"][0].startswith(f"BASE has activity on {counts[0]} GPUs, HEAD on {counts[1]}:")
+
+    kineto = copy_shared_trace(tmp_path, "pytorch", "a100_nccl_2rank_rank0_2024.json.gz")
+    with gzip.open(kineto, "rt") as fh:
+        trace = json.load(fh)
+    info = trace["distributedInfo"]
+    assert main(["diff", str(kineto), str(kineto), "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["caveats"] == []
+    rank1 = tmp_path / "rank1.json"
+    rank1.write_text(json.dumps({**trace, "distributedInfo": {**info, "rank": info["rank"] + 1}}))
+    no_steps = tmp_path / "no_steps.json"
+    events = [e for e in trace["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(events) < len(trace["traceEvents"])
+    no_steps.write_text(json.dumps({**trace, "traceEvents": events}))
+    assert main(["diff", str(kineto), str(rank1), "-f", "json"]) == 0
+    (line,) = json.loads(capsys.readouterr().out)["caveats"]
+    assert line.startswith(f"BASE is rank {info['rank']} of {info['world_size']}, HEAD rank {info['rank'] + 1} of")
+    assert main(["diff", str(kineto), str(no_steps), "--fail-on-regression", "5"]) == 0
+    out, err = capsys.readouterr()
+    assert "caveat: HEAD has no steps and BASE has" in out and err == ""

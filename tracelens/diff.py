@@ -504,6 +504,76 @@ def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     return "unchanged", reasons
 
 
+PROFILERS = {"nsys": "Nsight Systems", "kineto": "the PyTorch profiler", "xplane": "the TensorFlow/JAX profiler"}
+
+
+def _gpu_models(doc: Doc) -> list[str] | None:
+    """The GPUs' model names, sorted; None when a GPU has no name (the trace did not record it)."""
+    names = [d.get("name") for d in cast("dict[str, Any]", doc).get("devices") or []]
+    return sorted(n for n in names if n) if names and all(names) else None
+
+
+def _rank(doc: Doc) -> tuple[int | None, int | None]:
+    source: Any = doc.get("source") or {}
+    return source.get("rank"), source.get("world_size")
+
+
+def _different_ranks(base_doc: Doc, head_doc: Doc) -> str | None:
+    """A line when the two traces are different ranks, or ranks of runs of different sizes (each only where both
+    traces record it)."""
+    (b_rank, b_world), (h_rank, h_world) = _rank(base_doc), _rank(head_doc)
+    ranks = b_rank is not None and h_rank is not None and b_rank != h_rank
+    worlds = bool(b_world) and bool(h_world) and b_world != h_world
+    if not (ranks or worlds):
+        return None
+
+    def where(rank: int | None, world: int | None) -> str:
+        return f"rank {'?' if rank is None else rank}" + (f" of {world}" if world else "")
+
+    return (
+        f"BASE is {where(b_rank, b_world)}, HEAD {where(h_rank, h_world)}: ranks of a distributed run do different "
+        "work and wait on each other"
+        if ranks
+        else f"BASE is {where(b_rank, b_world)}, HEAD {where(h_rank, h_world)}: runs of different sizes"
+    )
+
+
+def caveats(base_doc: Doc, head_doc: Doc) -> list[str]:
+    """Why the two traces may not measure like with like: a different number or model of GPUs, another rank of a
+    distributed run, another profiler, steps on one side only. The figures are still compared; these lines say
+    what they then measure besides the change."""
+    out: list[str] = []
+    base_sum, head_sum = summary_of(base_doc), summary_of(head_doc)
+    b_n, h_n = base_sum["device_count"], head_sum["device_count"]
+    if b_n and h_n and b_n != h_n:
+        out.append(
+            f"BASE has activity on {b_n} GPU{'s' * (b_n != 1)}, HEAD on {h_n}: the utilization and device-mean "
+            "figures compare different machines or placements"
+        )
+    b_fmt, h_fmt = (cast("dict[str, Any]", d.get("source") or {}).get("format") for d in (base_doc, head_doc))
+    b_models, h_models = _gpu_models(base_doc), _gpu_models(head_doc)
+    # Names are compared within one format only: each profiler words a model its own way.
+    if b_fmt == h_fmt and b_models and h_models and sorted(set(b_models)) != sorted(set(h_models)):
+        out.append(
+            f"the GPU models differ (BASE {', '.join(sorted(set(b_models)))}; HEAD "
+            f"{', '.join(sorted(set(h_models)))}): the comparison measures the hardware too"
+        )
+    ranks = _different_ranks(base_doc, head_doc)
+    if ranks:
+        out.append(ranks)
+    if b_fmt in PROFILERS and h_fmt in PROFILERS and b_fmt != h_fmt:
+        out.append(
+            f"BASE was recorded by {PROFILERS[b_fmt]} ({b_fmt}), HEAD by {PROFILERS[h_fmt]} ({h_fmt}): their capture "
+            "windows differ (a whole process, or the profiler's scheduled steps), so span-based figures may move "
+            "without a code change; the mean step time compares best"
+        )
+    b_steps, h_steps = mean_step_ns(base_doc), mean_step_ns(head_doc)
+    if (b_steps is None) != (h_steps is None):
+        side, other = ("HEAD", "BASE") if h_steps is None else ("BASE", "HEAD")
+        out.append(f"{side} has no steps and {other} has: the mean step time is not compared (nor gated)")
+    return out
+
+
 def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     """Metrics of two analysis documents side by side with deltas, changed kernels and a verdict."""
     metrics = [_row(m.key, m.label, m.unit, m.better, m.get(base_doc), m.get(head_doc)) for m in METRICS]
@@ -535,6 +605,7 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
         "head": head,
         "verdict": verdict,
         "verdict_reasons": reasons,
+        "caveats": caveats(base_doc, head_doc),
         "metrics": metrics,
         "idle_by_cause": idle,
         "kernels": _kernel_changes(base_doc, head_doc),

@@ -155,6 +155,8 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
     lines.append("")
     for reason in result.get("verdict_reasons", []):
         lines.append(f"- {md(reason)}")
+    for caveat in result.get("caveats", []):
+        lines.append(f"- Caveat: {md(caveat)}")
     lines.append("")
     side_rows = [
         [
@@ -299,6 +301,8 @@ def render_terminal(
     )
     for reason in result.get("verdict_reasons", []):
         text(console, f"- {reason}", indent="  ")
+    for caveat in result.get("caveats", []):
+        text(console, f"- caveat: {caveat}", indent="  ")
     console.print()
     sides = [
         [
