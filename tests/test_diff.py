@@ -499,3 +499,28 @@ def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -
     assert main(["diff", str(kineto), str(no_steps), "--fail-on-regression", "5"]) == 0
     out, err = capsys.readouterr()
     assert "caveat: HEAD has no steps and BASE has" in out and err == ""
+
+
+def test_run_with_a_rank_that_lost_its_gpu_side_cannot_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Two runs (analyze DIR) of two ranks; in HEAD rank 1's trace has its 4 launch calls and no GPU event
+    (fixtures/completeness/launches_without_gpu.json): the run's diagnosis is its representative rank's, so the
+    gate passed, 'unchanged', on rank 0's GPU alone. The run now cannot answer, naming the rank."""
+    good = json.loads((FIXTURES / "completeness" / "missing_correlation.json").read_text())
+    lost = json.loads((FIXTURES / "completeness" / "launches_without_gpu.json").read_text())
+    base, head = tmp_path / "base", tmp_path / "head"
+    for folder, rank1 in ((base, good), (head, lost)):
+        folder.mkdir()
+        for rank, trace in ((0, good), (1, rank1)):
+            trace = {**trace, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+            (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
+    assert main(["diff", str(base), str(head), "--fail-on-regression", "5", "-f", "json"]) == 1
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["base"]["answerable"] is True and result["head"]["answerable"] is False
+    reason = "1 of 2 ranks' traces cannot answer, their GPU side missing: rank 1 (launches without gpu activity)"
+    assert result["head"]["incomplete_reason"] == reason and result["verdict"] == "inconclusive"
+    assert err == f"tracelens: inconclusive: HEAD ({head}) cannot answer: {reason} (--allow-inconclusive to pass)\n"
+    assert main(["diff", str(base), str(base), "--fail-on-regression", "5"]) == 0
+    capsys.readouterr()

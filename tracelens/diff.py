@@ -376,7 +376,31 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
 
 
 def incomplete_reason(doc: Doc) -> str | None:
-    """Why a trace cannot answer (its blocking completeness problems, with their counts), or None when it can.
+    """Why a trace, or a run, cannot answer (its blocking completeness problems, with their counts; a run's ranks
+    whose trace cannot answer), or None when it can."""
+    own = _own_incomplete_reason(doc)
+    ranks = _ranks_incomplete(doc)
+    return "; ".join(r for r in (own, ranks) if r) or None
+
+
+def _ranks_incomplete(doc: Doc) -> str | None:
+    """A run's ranks whose traces cannot answer (``ranks[].blocking_problems``): the run's diagnosis is its
+    representative rank's, so a rank that lost its GPU side left the run's utilization over the other ranks' GPUs
+    only, with nothing said."""
+    rows = cast("dict[str, Any]", doc).get("ranks") or []
+    blocked = [r for r in rows if isinstance(r, dict) and r.get("blocking_problems")]
+    if not blocked:
+        return None
+    shown = ", ".join(
+        f"rank {r.get('rank')} ({', '.join(str(k).replace('_', ' ') for k in r['blocking_problems'])})"
+        for r in blocked[:8]
+    )
+    more = f" and {len(blocked) - 8} more" if len(blocked) > 8 else ""
+    return f"{len(blocked)} of {len(rows)} ranks' traces cannot answer, their GPU side missing: {shown}{more}"
+
+
+def _own_incomplete_reason(doc: Doc) -> str | None:
+    """The document's own blocking completeness problems, worded; None when it can answer.
 
     A document without ``diagnosis.completeness`` (an older saved one) can answer unless its primary cause is
     ``incomplete_trace``."""
