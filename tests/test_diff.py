@@ -432,6 +432,14 @@ def test_capture_totals_are_judged_per_step_when_step_counts_differ(
     assert "| GPU span (device-mean) | 38 ms | 58 ms | +20 ms | +52.6% | unchanged per step (+1.8%) |" in (
         capsys.readouterr().out
     )
+    # The terminal marks the cell with "*" and says so under the table (a wider cell would split an 80-column table).
+    assert main(["diff", str(four), str(six), "-f", "terminal"]) == 0
+    out = capsys.readouterr().out
+    assert any(
+        line.split() == ["GPU", "span", "(device-mean)", "38", "ms", "58", "ms", "+20", "ms", "+52.6%", "unchanged*"]
+        for line in out.splitlines()
+    )
+    assert "* judged per step (the total / the trace's step count): the traces recorded 4 and 6 steps" in out
 
 
 def test_caveats_say_what_else_differs() -> None:
