@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import FIXTURES, copy_shared_trace
 from tests.test_markdown import assert_details_balanced, assert_tables_well_formed
 from tracelens.cli import main
-from tracelens.diff import caveats, compare, gpu_utilization, mean_step_ns, regression_reasons
+from tracelens.diff import compare, gpu_utilization, mean_step_ns, regression_reasons
 from tracelens.report.diff_renderer import render_diff
 from tracelens.trace import Trace
 
@@ -427,7 +427,9 @@ def test_capture_totals_are_judged_per_step_when_step_counts_differ(
     assert main(["diff", str(four), str(six), "-f", "json"]) == 0
     span = metric(json.loads(capsys.readouterr().out), "device_mean_span_ns")
     assert (span["base"], span["head"]) == (38_000_000, 58_000_000)
-    assert span["per_step_relative"] == pytest.approx((58 / 6) / (38 / 4) - 1) and span["change"] == "unchanged"
+    assert (
+        span["per_step_relative"] == pytest.approx((58 / 6) / (38 / 4) - 1) and span["change"] == "unchanged"
+    )
     assert main(["diff", str(four), str(six), "-f", "markdown"]) == 0
     assert "| GPU span (device-mean) | 38 ms | 58 ms | +20 ms | +52.6% | unchanged per step (+1.8%) |" in (
         capsys.readouterr().out
@@ -436,7 +438,8 @@ def test_capture_totals_are_judged_per_step_when_step_counts_differ(
     assert main(["diff", str(four), str(six), "-f", "terminal"]) == 0
     out = capsys.readouterr().out
     assert any(
-        line.split() == ["GPU", "span", "(device-mean)", "38", "ms", "58", "ms", "+20", "ms", "+52.6%", "unchanged*"]
+        line.split()
+        == ["GPU", "span", "(device-mean)", "38", "ms", "58", "ms", "+20", "ms", "+52.6%", "unchanged*"]
         for line in out.splitlines()
     )
     assert "* judged per step (the total / the trace's step count): the traces recorded 4 and 6 steps" in out
@@ -447,24 +450,26 @@ def test_caveats_say_what_else_differs() -> None:
     rank 1, a trace with steps with one without) and said nothing: the gate read 'regressed' as if code had changed.
     Each difference is now one caveat line (the figures are still compared)."""
     base = doc([(80, 100)], steps=[10])
-    assert caveats(base, doc([(80, 100)], steps=[10])) == []
-    (two_gpus,) = caveats(doc([(80, 100), (80, 100)], steps=[10]), base)
+    assert compare(base, doc([(80, 100)], steps=[10]))["caveats"] == []
+    (two_gpus,) = compare(doc([(80, 100), (80, 100)], steps=[10]), base)["caveats"]
     assert two_gpus.startswith("BASE has activity on 2 GPUs, HEAD on 1")
     a100, h100 = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
     a100["devices"][0]["name"], h100["devices"][0]["name"] = "NVIDIA A100", "NVIDIA H100"
-    (models,) = caveats(a100, h100)
+    (models,) = compare(a100, h100)["caveats"]
     assert models.startswith("the GPU models differ (BASE NVIDIA A100; HEAD NVIDIA H100)")
     # Across formats the names are not compared (each profiler words a model its own way); the profilers are.
     a100["source"]["format"], h100["source"]["format"] = "nsys", "kineto"
-    (formats,) = caveats(a100, h100)
-    assert formats.startswith("BASE was recorded by Nsight Systems (nsys), HEAD by the PyTorch profiler (kineto)")
+    (formats,) = compare(a100, h100)["caveats"]
+    assert formats.startswith(
+        "BASE was recorded by Nsight Systems (nsys), HEAD by the PyTorch profiler (kineto)"
+    )
     rank0, rank1 = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
     rank0["source"].update(rank=0, world_size=2)
     rank1["source"].update(rank=1, world_size=2)
-    assert caveats(rank0, rank1)[0].startswith("BASE is rank 0 of 2, HEAD rank 1 of 2")
+    assert compare(rank0, rank1)["caveats"][0].startswith("BASE is rank 0 of 2, HEAD rank 1 of 2")
     rank1["source"].update(rank=0, world_size=None)  # same rank, the other's size unknown: nothing to say
-    assert caveats(rank0, rank1) == []
-    (steps,) = caveats(base, doc([(80, 100)]))
+    assert compare(rank0, rank1)["caveats"] == []
+    (steps,) = compare(base, doc([(80, 100)]))["caveats"]
     assert steps == "HEAD has no steps and BASE has: the mean step time is not compared (nor gated)"
     text = render_diff(compare(base, doc([(80, 100)])), "markdown")
     assert "- Caveat: HEAD has no steps and BASE has" in text
@@ -483,7 +488,9 @@ def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -
     counts = []
     for path in (nsys, one_gpu):
         with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
-            counts.append(db.execute("SELECT COUNT(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+            counts.append(
+                db.execute("SELECT COUNT(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+            )
     assert counts == [2, 1]
     assert main(["diff", str(nsys), str(one_gpu), "-f", "json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -503,7 +510,9 @@ def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -
     no_steps.write_text(json.dumps({**trace, "traceEvents": events}))
     assert main(["diff", str(kineto), str(rank1), "-f", "json"]) == 0
     (line,) = json.loads(capsys.readouterr().out)["caveats"]
-    assert line.startswith(f"BASE is rank {info['rank']} of {info['world_size']}, HEAD rank {info['rank'] + 1} of")
+    assert line.startswith(
+        f"BASE is rank {info['rank']} of {info['world_size']}, HEAD rank {info['rank'] + 1} of"
+    )
     assert main(["diff", str(kineto), str(no_steps), "--fail-on-regression", "5"]) == 0
     out, err = capsys.readouterr()
     assert "caveat: HEAD has no steps and BASE has" in out and err == ""
@@ -527,8 +536,13 @@ def test_run_with_a_rank_that_lost_its_gpu_side_cannot_answer(
     out, err = capsys.readouterr()
     result = json.loads(out)
     assert result["base"]["answerable"] is True and result["head"]["answerable"] is False
-    reason = "1 of 2 ranks' traces cannot answer, their GPU side missing: rank 1 (launches without gpu activity)"
+    reason = (
+        "1 of 2 ranks' traces cannot answer, their GPU side missing: rank 1 (launches without gpu activity)"
+    )
     assert result["head"]["incomplete_reason"] == reason and result["verdict"] == "inconclusive"
-    assert err == f"tracelens: inconclusive: HEAD ({head}) cannot answer: {reason} (--allow-inconclusive to pass)\n"
+    assert (
+        err
+        == f"tracelens: inconclusive: HEAD ({head}) cannot answer: {reason} (--allow-inconclusive to pass)\n"
+    )
     assert main(["diff", str(base), str(base), "--fail-on-regression", "5"]) == 0
     capsys.readouterr()
