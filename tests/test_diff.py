@@ -546,3 +546,18 @@ def test_run_with_a_rank_that_lost_its_gpu_side_cannot_answer(
     )
     assert main(["diff", str(base), str(base), "--fail-on-regression", "5"]) == 0
     capsys.readouterr()
+
+
+def test_threshold_zero_names_the_change_it_fired_on() -> None:
+    """--fail-on-regression 0 fires on any drop: a copy of the 2-GPU Nsight window with one kernel 1 ns shorter failed
+    with 'GPU utilization 99.3% -> 99.3% (0.0 points lower, threshold 0)', naming no change. Such amounts are given
+    to two significant digits. busy 500,000,000 -> 499,999,999 ns of a 1 s span: 100 x 1e-9 = 1e-07 points; a step
+    of 10,000,000 -> 10,000,001 ns: 100 x 1 / 1e7 = 1e-05 % longer."""
+    base = doc([(500_000_000, 1_000_000_000)], steps=[10_000_000])
+    head = doc([(499_999_999, 1_000_000_000)], steps=[10_000_001])
+    util, step = regression_reasons(compare(base, head), 0)
+    assert util == "GPU utilization 50.0% -> 50.0% (1e-07 points lower, threshold 0)"
+    assert step == "mean step time 10.000 ms -> 10.000 ms (1e-05% longer, threshold 0%)"
+    # at one decimal where that shows the change
+    (util,) = regression_reasons(compare(doc([(80, 100)]), doc([(70, 100)])), 0)
+    assert util == "GPU utilization 80.0% -> 70.0% (10.0 points lower, threshold 0)"

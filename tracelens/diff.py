@@ -468,6 +468,12 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     }
 
 
+def _amount(value: float) -> str:
+    """A change in points or percent at one decimal, or, where that reads 0.0 (a threshold below 0.05 fired on it),
+    at two significant digits: 'GPU utilization 99.3% -> 99.3% (0.0 points lower, threshold 0)' named no change."""
+    return f"{value:.1f}" if round(value, 1) != 0 else f"{value:.2g}"
+
+
 def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
     """Why HEAD regressed by more than ``pct``: utilization down by > pct points, mean step time up > pct %.
 
@@ -484,7 +490,7 @@ def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
         if drop_points > pct + _EPSILON:
             reasons.append(
                 f"GPU utilization {100 * util['base']:.1f}% -> {100 * util['head']:.1f}% "
-                f"({drop_points:.1f} points lower, threshold {pct:g})"
+                f"({_amount(drop_points)} points lower, threshold {pct:g})"
             )
     step = by_key.get("mean_step_ns")
     if step and step["base"] and step["head"] is not None:
@@ -492,6 +498,6 @@ def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
         if longer_pct > pct + _EPSILON:
             reasons.append(
                 f"mean step time {step['base'] / 1e6:.3f} ms -> {step['head'] / 1e6:.3f} ms "
-                f"({longer_pct:.1f}% longer, threshold {pct:g}%)"
+                f"({_amount(longer_pct)}% longer, threshold {pct:g}%)"
             )
     return reasons
