@@ -448,7 +448,8 @@ def test_capture_totals_are_judged_per_step_when_step_counts_differ(
 def test_caveats_say_what_else_differs() -> None:
     """The diff compared a 2-GPU Nsight capture with a 1-GPU Kineto trace (or an A100 with an RTX 3080, rank 0 with
     rank 1, a trace with steps with one without) and said nothing: the gate read 'regressed' as if code had changed.
-    Each difference is now one caveat line (the figures are still compared)."""
+    Each difference is now one caveat line (the figures are still compared); steps on one side only make the
+    comparison inconclusive (test_caveats_on_real_traces)."""
     base = doc([(80, 100)], steps=[10])
     assert compare(base, doc([(80, 100)], steps=[10]))["caveats"] == []
     (two_gpus,) = compare(doc([(80, 100), (80, 100)], steps=[10]), base)["caveats"]
@@ -469,15 +470,13 @@ def test_caveats_say_what_else_differs() -> None:
     assert compare(rank0, rank1)["caveats"][0].startswith("BASE is rank 0 of 2, HEAD rank 1 of 2")
     rank1["source"].update(rank=0, world_size=None)  # same rank, the other's size unknown: nothing to say
     assert compare(rank0, rank1)["caveats"] == []
-    (steps,) = compare(base, doc([(80, 100)]))["caveats"]
-    assert steps == "HEAD has no steps and BASE has: the mean step time is not compared (nor gated)"
-    text = render_diff(compare(base, doc([(80, 100)])), "markdown")
-    assert "- Caveat: HEAD has no steps and BASE has" in text
+    # Steps on one side only: no caveat but an inconclusive comparison (the next test).
+    assert compare(base, doc([(80, 100)]))["caveats"] == []
 
 
 def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """The 2-GPU Nsight window against a copy that lost GPU 1's rows; the NCCL rank-0 trace against a copy that says
-    rank 1, and one without its ProfilerStep annotations."""
+    rank 1, and one without its ProfilerStep annotations (then inconclusive)."""
     nsys = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
     one_gpu = tmp_path / "one_gpu.sqlite"
     one_gpu.write_bytes(nsys.read_bytes())
@@ -513,9 +512,21 @@ def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -
     assert line.startswith(
         f"BASE is rank {info['rank']} of {info['world_size']}, HEAD rank {info['rank'] + 1} of"
     )
-    assert main(["diff", str(kineto), str(no_steps), "--fail-on-regression", "5"]) == 0
+    # HEAD lost its step markers: the step time, the gate's measure of speed, cannot be compared. It passed on
+    # utilization alone ('unchanged', exit 0); inconclusive now, --allow-inconclusive gates on utilization.
+    line = "HEAD has no steps and BASE has: the mean step time cannot be compared"
+    assert main(["diff", str(kineto), str(no_steps), "--fail-on-regression", "5", "-f", "json"]) == 1
     out, err = capsys.readouterr()
-    assert "caveat: HEAD has no steps and BASE has" in out and err == ""
+    result = json.loads(out)
+    assert result["verdict"] == "inconclusive" and result["verdict_reasons"][0] == line
+    assert result["inconclusive_reason"] == line and result["caveats"] == []
+    assert err == f"tracelens: inconclusive: {line} (--allow-inconclusive to pass)\n"
+    assert (
+        main(["diff", str(no_steps), str(kineto), "--fail-on-regression", "5", "--allow-inconclusive"]) == 0
+    )
+    assert (
+        "- BASE has no steps and HEAD has: the mean step time cannot be compared" in capsys.readouterr().out
+    )
 
 
 def test_run_with_a_rank_that_lost_its_gpu_side_cannot_answer(

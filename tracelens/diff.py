@@ -17,8 +17,8 @@ Definitions (also in ``docs/json.md``, section "diff"):
   regressed beyond the floor (a lower utilization does not count when the mean step time improved: the GPU
   then has less work per step), else "improved" when either improved, else "unchanged"; "inconclusive"
   when neither metric exists on both sides (no GPU and no steps), or when either trace cannot answer (its
-  ``diagnosis.completeness.answerable`` is false: the GPU side is missing); the reasons then say which side
-  and why first.
+  ``diagnosis.completeness.answerable`` is false: the GPU side is missing), or when only one has steps; the
+  reasons then say which side and why first (``inconclusive_reason``, what ``--fail-on-regression`` fails on).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .diff_sides import cannot_answer, caveats, incomplete_reason
+from .diff_sides import cannot_answer, caveats, incomplete_reason, steps_on_one_side
 from .document import Document, KernelRow, StepStats, summary_of
 from .units import signed
 
@@ -451,9 +451,16 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
     _judge_per_step([*metrics, *idle], _step_count(base_doc), _step_count(head_doc))
     verdict, reasons = _verdict(metrics)
     base, head = _side(base_doc), _side(head_doc)
-    blocked = cannot_answer({"base": base, "head": head})
+    blocked = [
+        line
+        for line in (
+            cannot_answer({"base": base, "head": head}),
+            steps_on_one_side((mean_step_ns(base_doc), mean_step_ns(head_doc))),
+        )
+        if line
+    ]
     if blocked:
-        verdict, reasons = "inconclusive", [blocked, *reasons]
+        verdict, reasons = "inconclusive", [*blocked, *reasons]
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
         "noise_floor": NOISE_FLOOR,
@@ -461,7 +468,9 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
         "head": head,
         "verdict": verdict,
         "verdict_reasons": reasons,
-        "caveats": caveats(base_doc, head_doc, (mean_step_ns(base_doc), mean_step_ns(head_doc))),
+        # the gate's stderr line: a side that cannot answer first (its fix is to record the GPU side)
+        "inconclusive_reason": blocked[0] if blocked else None,
+        "caveats": caveats(base_doc, head_doc),
         "metrics": metrics,
         "idle_by_cause": idle,
         "kernels": _kernel_changes(base_doc, head_doc),

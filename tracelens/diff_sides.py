@@ -1,6 +1,6 @@
 """The two sides of a ``tracelens diff``: whether each can answer (its GPU side recorded; for a run, every rank's),
-and what else differs between them besides the change (GPU count or models, rank, profiler, steps on one side
-only). ``diff.compare`` puts both into its result; definitions in docs/json.md, "The diff document"."""
+whether both have steps, and what else differs between them besides the change (GPU count or models, rank,
+profiler). ``diff.compare`` puts both into its result; definitions in docs/json.md, "The diff document"."""
 
 from __future__ import annotations
 
@@ -149,10 +149,10 @@ def _different_ranks(base_doc: Doc, head_doc: Doc) -> str | None:
     )
 
 
-def caveats(base_doc: Doc, head_doc: Doc, step_means: tuple[float | None, float | None]) -> list[str]:
+def caveats(base_doc: Doc, head_doc: Doc) -> list[str]:
     """Why the two traces may not measure like with like: a different number or model of GPUs, another rank of a
-    distributed run, another profiler, steps on one side only (``step_means``: each side's mean step time). The
-    figures are still compared; these lines say what they then measure besides the change."""
+    distributed run, another profiler. The figures are still compared; these lines say what they then measure
+    besides the change."""
     out: list[str] = []
     base_sum, head_sum = summary_of(base_doc), summary_of(head_doc)
     b_n, h_n = base_sum["device_count"], head_sum["device_count"]
@@ -178,8 +178,17 @@ def caveats(base_doc: Doc, head_doc: Doc, step_means: tuple[float | None, float 
             "windows differ (a whole process, or the profiler's scheduled steps), so span-based figures may move "
             "without a code change; the mean step time compares best"
         )
-    b_steps, h_steps = step_means  # diff.mean_step_ns of each (a run's over its ranks' steps)
-    if (b_steps is None) != (h_steps is None):
-        side, other = ("HEAD", "BASE") if h_steps is None else ("BASE", "HEAD")
-        out.append(f"{side} has no steps and {other} has: the mean step time is not compared (nor gated)")
     return out
+
+
+def steps_on_one_side(step_means: tuple[float | None, float | None]) -> str | None:
+    """One line when only one trace has steps (``step_means``: each side's ``diff.mean_step_ns``), else None.
+
+    The mean step time is the gate's measure of speed: a head that lost its step markers (a removed
+    ``profiler.step()``, a capture without the NVTX step ranges) would pass on utilization alone, however much
+    slower its steps were. Such a comparison is inconclusive, as one whose trace cannot answer."""
+    b_steps, h_steps = step_means
+    if (b_steps is None) == (h_steps is None):
+        return None
+    side, other = ("HEAD", "BASE") if h_steps is None else ("BASE", "HEAD")
+    return f"{side} has no steps and {other} has: the mean step time cannot be compared"
