@@ -587,3 +587,15 @@ def test_primary_lost_time_is_compared_only_for_one_cause() -> None:
     head["diagnosis"] = {"primary": {"cause": "memcpy", "lost_ns": 400}}
     row = metric(compare(base, head), "device_mean_primary_lost_ns")
     assert row["change"] == "improved" and row["label"] == "lost time of the primary cause (device-mean)"
+
+
+def test_a_long_gpu_model_name_leaves_the_diff_its_tables() -> None:
+    """A trace's GPU model name is the trace's text: two of 70,000 characters put into the caveat line pushed the
+    markdown past its 60,000-character budget, which cut everything after the verdict (sides, metrics). Each name is
+    given as 66 characters, '…', the last 33 (100 in all)."""
+    base, head = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    base["devices"][0]["name"], head["devices"][0]["name"] = "A" * 70_000 + "|x", "B" * 70_000
+    (line,) = compare(base, head)["caveats"]
+    assert f"(BASE {'A' * 66}…{'A' * 31}|x; HEAD {'B' * 66}…{'B' * 33})" in line
+    text = render_diff(compare(base, head), "markdown")
+    assert "## Metrics" in text and "A&#124;x" in text and len(text) < 5_000

@@ -124,6 +124,17 @@ def _gpu_models(doc: Doc) -> list[str] | None:
     return sorted(n for n in names if n) if names and all(names) else None
 
 
+MODEL_CHARS = 100  # a model name comes from the trace: a 70,000-character one pushed the diff's markdown past its budget
+
+
+def _bounded(name: str) -> str:
+    """A GPU model name of at most MODEL_CHARS characters (head … tail)."""
+    if len(name) <= MODEL_CHARS:
+        return name
+    tail = (MODEL_CHARS - 1) // 3
+    return f"{name[: MODEL_CHARS - 1 - tail]}…{name[-tail:]}"
+
+
 def _rank(doc: Doc) -> tuple[int | None, int | None]:
     source: Any = doc.get("source") or {}
     return source.get("rank"), source.get("world_size")
@@ -166,8 +177,8 @@ def caveats(base_doc: Doc, head_doc: Doc) -> list[str]:
     # Names are compared within one format only: each profiler words a model its own way.
     if b_fmt == h_fmt and b_models and h_models and sorted(set(b_models)) != sorted(set(h_models)):
         out.append(
-            f"the GPU models differ (BASE {', '.join(sorted(set(b_models)))}; HEAD "
-            f"{', '.join(sorted(set(h_models)))}): the comparison measures the hardware too"
+            f"the GPU models differ (BASE {', '.join(map(_bounded, sorted(set(b_models))))}; HEAD "
+            f"{', '.join(map(_bounded, sorted(set(h_models))))}): the comparison measures the hardware too"
         )
     ranks = _different_ranks(base_doc, head_doc)
     if ranks:
