@@ -329,9 +329,15 @@ def render_terminal(
     draw_table(console, "", ["", "trace", "format", "framework", "primary cause"], sides, set())
     metric_columns = ["metric", "base", "head", "delta", "relative", "change"]
     draw_table(
-        console, "Metrics", metric_columns, _metric_rows(_present(result), str, TERMINAL_CHANGE, False), _NUMERIC
+        console,
+        "Metrics",
+        metric_columns,
+        _metric_rows(_present(result), str, TERMINAL_CHANGE, False),
+        _NUMERIC,
     )
-    per_step = any(r.get("per_step_relative") is not None for r in [*result["metrics"], *result["idle_by_cause"]])
+    per_step = any(
+        r.get("per_step_relative") is not None for r in [*result["metrics"], *result["idle_by_cause"]]
+    )
     if per_step:
         text(console, PER_STEP_NOTE.format(*(f"{int(n):,}" for n in _step_counts(result))), indent=" ")
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
