@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, copy_shared_trace
 from tests.test_markdown import assert_details_balanced, assert_tables_well_formed
 from tracelens.cli import main
 from tracelens.diff import compare, gpu_utilization, mean_step_ns, regression_reasons
@@ -364,3 +365,237 @@ def test_fail_on_regression_threshold_must_be_a_number_from_zero(
     code = main(["diff", "base.json", "head.json", f"--fail-on-regression={value}"])
     assert code == 2
     assert "the threshold is a number >= 0" in capsys.readouterr().err
+
+
+def test_faster_steps_with_lower_utilization_are_no_regression(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A change that shortens the GPU's work (faster kernels) lowers busy / span while every step gets faster: the gate
+    failed it ('GPU utilization 84.2% -> 72.7%') and the verdict read 'regressed' next to a 40% faster step.
+    base: 4 steps of 10 ms, an 8 ms kernel ending each: span 2..40 ms = 38 ms, busy 32 ms -> 32/38 = 84.2%.
+    head: 4 steps of 6 ms, a 4 ms kernel ending each: span 2..24 ms = 22 ms, busy 16 ms -> 16/22 = 72.7%: 11.5 points
+    lower; mean step 10 ms -> 6 ms (-40%)."""
+    base, head = tmp_path / "base.parquet", tmp_path / "head.parquet"
+    _step_trace(10_000_000, 8_000_000).save(base)
+    _step_trace(6_000_000, 4_000_000).save(head)
+    assert main(["diff", str(base), str(head), "--fail-on-regression", "5", "-f", "json"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    util, step = metric(result, "gpu_utilization"), metric(result, "mean_step_ns")
+    assert util["base"] == pytest.approx(32 / 38) and util["head"] == pytest.approx(16 / 22)
+    assert util["change"] == "regressed"  # the row states the fact; it is not counted as a regression
+    assert step["base"] == 10_000_000 and step["head"] == 6_000_000 and step["change"] == "improved"
+    assert result["verdict"] == "improved" and err == ""
+    assert "the mean step time improved" in result["verdict_reasons"][0]
+    assert regression_reasons(result, 0) == []
+    # Steps within the noise floor (10 ms -> 10.1 ms, +1%) do not excuse the same fall: 80% -> 50%.
+    same_steps = compare(doc([(80, 100)], steps=[10_000_000]), doc([(50, 100)], steps=[10_100_000]))
+    assert same_steps["verdict"] == "regressed"
+    (reason,) = regression_reasons(same_steps, 5)
+    assert reason.startswith("GPU utilization 80.0% -> 50.0% (30.0 points lower")
+    # Without steps utilization is all the gate has: it still fails.
+    assert len(regression_reasons(compare(doc([(80, 100)]), doc([(50, 100)])), 5)) == 1
+    # Swapped (steps slower, utilization higher): step time decides, regressed.
+    assert main(["diff", str(head), str(base), "--fail-on-regression", "5"]) == 1
+    assert "mean step time 6.000 ms -> 10.000 ms (66.7% longer" in capsys.readouterr().err
+
+
+def test_capture_totals_are_judged_per_step_when_step_counts_differ(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A head that recorded more steps of the same work read as regressed on every capture total (span, memcpy time,
+    idle time by cause, ...): a trace cut to 2 of its 3 steps against itself whole showed ten ❌ rows. Where both
+    traces have steps and the counts differ, those rows are judged per step.
+    base: 2 steps, span 100 -> 50 per step; head: 3 steps, span 150 -> 50 per step (unchanged, +0%); span 180 ->
+    60 per step (+20%: regressed per step, though 100 -> 180 is +80% in total)."""
+    base = doc([(80, 100)], steps=[10, 10])
+    same = metric(compare(base, doc([(120, 150)], steps=[10, 10, 10])), "device_mean_span_ns")
+    assert (same["base"], same["head"], same["relative"]) == (100, 150, 0.5)
+    assert same["change"] == "unchanged" and same["per_step_relative"] == 0.0
+    worse = metric(compare(base, doc([(120, 180)], steps=[10, 10, 10])), "device_mean_span_ns")
+    assert worse["change"] == "regressed" and worse["per_step_relative"] == pytest.approx(60 / 50 - 1)
+    # Equal step counts, or a side without steps: totals as before, per_step_relative null.
+    equal = metric(compare(base, doc([(80, 150)], steps=[10, 10])), "device_mean_span_ns")
+    assert equal["change"] == "regressed" and equal["per_step_relative"] is None
+    no_steps = metric(compare(doc([(80, 100)]), doc([(120, 150)], steps=[10])), "device_mean_span_ns")
+    assert no_steps["change"] == "regressed" and no_steps["per_step_relative"] is None
+    # Through the CLI on traces: 4 and 6 steps of 10 ms, an 8 ms kernel ending each: span 2..40 = 38 ms and
+    # 2..60 = 58 ms; per step 9.5 ms and 9.667 ms: +1.75%, inside the noise floor.
+    four, six = tmp_path / "four.parquet", tmp_path / "six.parquet"
+    _step_trace(10_000_000, 8_000_000, steps=4).save(four)
+    _step_trace(10_000_000, 8_000_000, steps=6).save(six)
+    assert main(["diff", str(four), str(six), "-f", "json"]) == 0
+    span = metric(json.loads(capsys.readouterr().out), "device_mean_span_ns")
+    assert (span["base"], span["head"]) == (38_000_000, 58_000_000)
+    assert (
+        span["per_step_relative"] == pytest.approx((58 / 6) / (38 / 4) - 1) and span["change"] == "unchanged"
+    )
+    assert main(["diff", str(four), str(six), "-f", "markdown"]) == 0
+    assert "| GPU span (device-mean) | 38 ms | 58 ms | +20 ms | +52.6% | unchanged per step (+1.8%) |" in (
+        capsys.readouterr().out
+    )
+    # The terminal marks the cell with "*" and says so under the table (a wider cell would split an 80-column table).
+    assert main(["diff", str(four), str(six), "-f", "terminal"]) == 0
+    out = capsys.readouterr().out
+    assert any(
+        line.split()
+        == ["GPU", "span", "(device-mean)", "38", "ms", "58", "ms", "+20", "ms", "+52.6%", "unchanged*"]
+        for line in out.splitlines()
+    )
+    assert "* judged per step (the total / the trace's step count): the traces recorded 4 and 6 steps" in out
+
+
+def test_caveats_say_what_else_differs() -> None:
+    """The diff compared a 2-GPU Nsight capture with a 1-GPU Kineto trace (or an A100 with an RTX 3080, rank 0 with
+    rank 1, a trace with steps with one without) and said nothing: the gate read 'regressed' as if code had changed.
+    Each difference is now one caveat line (the figures are still compared); steps on one side only make the
+    comparison inconclusive (test_caveats_on_real_traces)."""
+    base = doc([(80, 100)], steps=[10])
+    assert compare(base, doc([(80, 100)], steps=[10]))["caveats"] == []
+    (two_gpus,) = compare(doc([(80, 100), (80, 100)], steps=[10]), base)["caveats"]
+    assert two_gpus.startswith("BASE has activity on 2 GPUs, HEAD on 1")
+    a100, h100 = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    a100["devices"][0]["name"], h100["devices"][0]["name"] = "NVIDIA A100", "NVIDIA H100"
+    (models,) = compare(a100, h100)["caveats"]
+    assert models.startswith("the GPU models differ (BASE NVIDIA A100; HEAD NVIDIA H100)")
+    # Across formats the names are not compared (each profiler words a model its own way); the profilers are.
+    a100["source"]["format"], h100["source"]["format"] = "nsys", "kineto"
+    (formats,) = compare(a100, h100)["caveats"]
+    assert formats.startswith(
+        "BASE was recorded by Nsight Systems (nsys), HEAD by the PyTorch profiler (kineto)"
+    )
+    rank0, rank1 = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    rank0["source"].update(rank=0, world_size=2)
+    rank1["source"].update(rank=1, world_size=2)
+    assert compare(rank0, rank1)["caveats"][0].startswith("BASE is rank 0 of 2, HEAD rank 1 of 2")
+    rank1["source"].update(rank=0, world_size=None)  # same rank, the other's size unknown: nothing to say
+    assert compare(rank0, rank1)["caveats"] == []
+    # Steps on one side only: no caveat but an inconclusive comparison (the next test).
+    assert compare(base, doc([(80, 100)]))["caveats"] == []
+
+
+def test_caveats_on_real_traces(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """The 2-GPU Nsight window against a copy that lost GPU 1's rows; the NCCL rank-0 trace against a copy that says
+    rank 1, and one without its ProfilerStep annotations (then inconclusive)."""
+    nsys = copy_shared_trace(tmp_path, "nsys", "h100x2_fastvideo_window_nsys2026.2.sqlite")
+    one_gpu = tmp_path / "one_gpu.sqlite"
+    one_gpu.write_bytes(nsys.read_bytes())
+    one_gpu.chmod(0o600)
+    with sqlite3.connect(one_gpu) as db:
+        for table in ("KERNEL", "MEMCPY", "MEMSET"):
+            db.execute(f"DELETE FROM CUPTI_ACTIVITY_KIND_{table} WHERE deviceId = 1")
+    counts = []
+    for path in (nsys, one_gpu):
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            counts.append(
+                db.execute("SELECT COUNT(DISTINCT deviceId) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
+            )
+    assert counts == [2, 1]
+    assert main(["diff", str(nsys), str(one_gpu), "-f", "json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["caveats"][0].startswith(f"BASE has activity on {counts[0]} GPUs, HEAD on {counts[1]}:")
+
+    kineto = copy_shared_trace(tmp_path, "pytorch", "a100_nccl_2rank_rank0_2024.json.gz")
+    with gzip.open(kineto, "rt") as fh:
+        trace = json.load(fh)
+    info = trace["distributedInfo"]
+    assert main(["diff", str(kineto), str(kineto), "-f", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["caveats"] == []
+    rank1 = tmp_path / "rank1.json"
+    rank1.write_text(json.dumps({**trace, "distributedInfo": {**info, "rank": info["rank"] + 1}}))
+    no_steps = tmp_path / "no_steps.json"
+    events = [e for e in trace["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(events) < len(trace["traceEvents"])
+    no_steps.write_text(json.dumps({**trace, "traceEvents": events}))
+    assert main(["diff", str(kineto), str(rank1), "-f", "json"]) == 0
+    (line,) = json.loads(capsys.readouterr().out)["caveats"]
+    assert line.startswith(
+        f"BASE is rank {info['rank']} of {info['world_size']}, HEAD rank {info['rank'] + 1} of"
+    )
+    # HEAD lost its step markers: the step time, the gate's measure of speed, cannot be compared. It passed on
+    # utilization alone ('unchanged', exit 0); inconclusive now, --allow-inconclusive gates on utilization.
+    line = "HEAD has no steps and BASE has: the mean step time cannot be compared"
+    assert main(["diff", str(kineto), str(no_steps), "--fail-on-regression", "5", "-f", "json"]) == 1
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["verdict"] == "inconclusive" and result["verdict_reasons"][0] == line
+    assert result["inconclusive_reason"] == line and result["caveats"] == []
+    assert err == f"tracelens: inconclusive: {line} (--allow-inconclusive to pass)\n"
+    assert (
+        main(["diff", str(no_steps), str(kineto), "--fail-on-regression", "5", "--allow-inconclusive"]) == 0
+    )
+    assert (
+        "- BASE has no steps and HEAD has: the mean step time cannot be compared" in capsys.readouterr().out
+    )
+
+
+def test_run_with_a_rank_that_lost_its_gpu_side_cannot_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """Two runs (analyze DIR) of two ranks; in HEAD rank 1's trace has its 4 launch calls and no GPU event
+    (fixtures/completeness/launches_without_gpu.json): the run's diagnosis is its representative rank's, so the
+    gate passed, 'unchanged', on rank 0's GPU alone. The run now cannot answer, naming the rank."""
+    good = json.loads((FIXTURES / "completeness" / "missing_correlation.json").read_text())
+    lost = json.loads((FIXTURES / "completeness" / "launches_without_gpu.json").read_text())
+    base, head = tmp_path / "base", tmp_path / "head"
+    for folder, rank1 in ((base, good), (head, lost)):
+        folder.mkdir()
+        for rank, trace in ((0, good), (1, rank1)):
+            trace = {**trace, "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2}}
+            (folder / f"rank{rank}.pt.trace.json").write_text(json.dumps(trace))
+    assert main(["diff", str(base), str(head), "--fail-on-regression", "5", "-f", "json"]) == 1
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["base"]["answerable"] is True and result["head"]["answerable"] is False
+    reason = (
+        "1 of 2 ranks' traces cannot answer, their GPU side missing: rank 1 (launches without gpu activity)"
+    )
+    assert result["head"]["incomplete_reason"] == reason and result["verdict"] == "inconclusive"
+    assert (
+        err
+        == f"tracelens: inconclusive: HEAD ({head}) cannot answer: {reason} (--allow-inconclusive to pass)\n"
+    )
+    assert main(["diff", str(base), str(base), "--fail-on-regression", "5"]) == 0
+    capsys.readouterr()
+
+
+def test_threshold_zero_names_the_change_it_fired_on() -> None:
+    """--fail-on-regression 0 fires on any drop: a copy of the 2-GPU Nsight window with one kernel 1 ns shorter failed
+    with 'GPU utilization 99.3% -> 99.3% (0.0 points lower, threshold 0)', naming no change. Such amounts are given
+    to two significant digits. busy 500,000,000 -> 499,999,999 ns of a 1 s span: 100 x 1e-9 = 1e-07 points; a step
+    of 10,000,000 -> 10,000,001 ns: 100 x 1 / 1e7 = 1e-05 % longer."""
+    base = doc([(500_000_000, 1_000_000_000)], steps=[10_000_000])
+    head = doc([(499_999_999, 1_000_000_000)], steps=[10_000_001])
+    util, step = regression_reasons(compare(base, head), 0)
+    assert util == "GPU utilization 50.0% -> 50.0% (1e-07 points lower, threshold 0)"
+    assert step == "mean step time 10.000 ms -> 10.000 ms (1e-05% longer, threshold 0%)"
+    # at one decimal where that shows the change
+    (util,) = regression_reasons(compare(doc([(80, 100)]), doc([(70, 100)])), 0)
+    assert util == "GPU utilization 80.0% -> 70.0% (10.0 points lower, threshold 0)"
+
+
+def test_primary_lost_time_is_compared_only_for_one_cause() -> None:
+    """'lost time of the primary cause' compared a memcpy-bound base's loss with a launch-bound head's (the 2-GPU
+    Nsight window, 941 ms, against the NCCL trace, 430 ms: 'improved'). Two different primaries: n/a, both named."""
+    base, head = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    base["diagnosis"] = {"primary": {"cause": "memcpy", "lost_ns": 900}}
+    head["diagnosis"] = {"primary": {"cause": "host_launch_overhead", "lost_ns": 400}}
+    row = metric(compare(base, head), "device_mean_primary_lost_ns")
+    assert (row["base"], row["head"], row["delta"]) == (900, 400, -500)
+    assert row["change"] == "n/a" and row["label"].endswith(": memcpy -> host_launch_overhead")
+    # one cause: its loss fell 900 -> 400
+    head["diagnosis"] = {"primary": {"cause": "memcpy", "lost_ns": 400}}
+    row = metric(compare(base, head), "device_mean_primary_lost_ns")
+    assert row["change"] == "improved" and row["label"] == "lost time of the primary cause (device-mean)"
+
+
+def test_a_long_gpu_model_name_leaves_the_diff_its_tables() -> None:
+    """A trace's GPU model name is the trace's text: two of 70,000 characters put into the caveat line pushed the
+    markdown past its 60,000-character budget, which cut everything after the verdict (sides, metrics). Each name is
+    given as 66 characters, '…', the last 33 (100 in all)."""
+    base, head = doc([(80, 100)], steps=[10]), doc([(80, 100)], steps=[10])
+    base["devices"][0]["name"], head["devices"][0]["name"] = "A" * 70_000 + "|x", "B" * 70_000
+    (line,) = compare(base, head)["caveats"]
+    assert f"(BASE {'A' * 66}…{'A' * 31}|x; HEAD {'B' * 66}…{'B' * 33})" in line
+    text = render_diff(compare(base, head), "markdown")
+    assert "## Metrics" in text and "A&#124;x" in text and len(text) < 5_000

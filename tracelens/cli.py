@@ -439,15 +439,15 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
     default=None,
     callback=lambda _ctx, _param, value: _threshold(value),
     metavar="PCT",
-    help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points or its mean step "
-    "time is longer by more than PCT percent, or when either trace cannot answer (its GPU side "
-    "is missing: diagnosis incomplete_trace).",
+    help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points (unless its mean step "
+    "time improved) or its mean step time is longer by more than PCT percent, or when either trace "
+    "cannot answer (its GPU side is missing: diagnosis incomplete_trace) or only one has steps.",
 )
 @click.option(
     "--allow-inconclusive",
     is_flag=True,
-    help="With --fail-on-regression: do not fail because a trace cannot answer; gate on the figures "
-    "both traces have.",
+    help="With --fail-on-regression: do not fail because a trace cannot answer or only one has steps; "
+    "gate on the figures both traces have.",
 )
 def diff(
     base: str,
@@ -476,7 +476,7 @@ def diff(
     if fail_on_regression is not None:
         from .errors import RegressionError
 
-        blocked = cannot_answer(result)
+        blocked = result.get("inconclusive_reason") or cannot_answer(result)
         if blocked and not allow_inconclusive:
             raise RegressionError(f"inconclusive: {blocked} (--allow-inconclusive to pass)")
         reasons = regression_reasons(result, fail_on_regression)

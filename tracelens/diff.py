@@ -11,11 +11,14 @@ Definitions (also in ``docs/json.md``, section "diff"):
 * delta = head - base; relative = delta / base (null when base is 0 or either side is null).
 * A metric's change is "improved"/"regressed" when it moves beyond the noise floor in its better/worse
   direction, else "unchanged". Noise floor: :data:`NOISE_FLOOR` = 2% relative, or 2 points for fractions.
+  Capture totals (:data:`CAPTURE_TOTALS`, idle by cause) are judged per step when both traces have steps and
+  their step counts differ (``per_step_relative``).
 * Verdict, from the two headline metrics (GPU utilization, mean step time): "regressed" when either
-  regressed beyond the floor, else "improved" when either improved, else "unchanged"; "inconclusive"
+  regressed beyond the floor (a lower utilization does not count when the mean step time improved: the GPU
+  then has less work per step), else "improved" when either improved, else "unchanged"; "inconclusive"
   when neither metric exists on both sides (no GPU and no steps), or when either trace cannot answer (its
-  ``diagnosis.completeness.answerable`` is false: the GPU side is missing); the reasons then say which side
-  and why first.
+  ``diagnosis.completeness.answerable`` is false: the GPU side is missing), or when only one has steps; the
+  reasons then say which side and why first (``inconclusive_reason``, what ``--fail-on-regression`` fails on).
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
+from .diff_sides import cannot_answer, caveats, incomplete_reason, steps_on_one_side
 from .document import Document, KernelRow, StepStats, summary_of
-from .units import fmt_ns, signed
+from .units import signed
 
 DIFF_SCHEMA_VERSION = "1.1"
 NOISE_FLOOR = 0.02  # relative change (2%), or 0.02 = 2 points for fraction metrics
@@ -211,8 +215,53 @@ def _row(metric_key: str, label: str, unit: str, better: str | None, base: Any, 
         "head": head,
         "delta": delta,
         "relative": relative,
+        "per_step_relative": None,
         "change": _classify(unit, better, base, head),
     }
+
+
+# Totals over the whole capture (with a better direction): they grow with the number of steps recorded, so a head
+# that recorded more steps of the same work read as regressed on every one of them.
+CAPTURE_TOTALS = frozenset(
+    {
+        "device_mean_span_ns",
+        "memcpy_count",
+        "device_mean_memcpy_ns",
+        "device_mean_memcpy_exposed_ns",
+        "device_mean_primary_lost_ns",
+        "short_kernel_count",
+    }
+)
+
+
+def _judge_per_step(rows: list[dict[str, Any]], base_steps: int | None, head_steps: int | None) -> None:
+    """Where both traces have steps and their counts differ, a capture total's change is judged on its value per
+    step (total / step count): ``per_step_relative`` = (head / head_steps) / (base / base_steps) - 1."""
+    if not base_steps or not head_steps or base_steps == head_steps:
+        return
+    for row in rows:
+        if not (row["key"] in CAPTURE_TOTALS or row["key"].startswith("idle_")):
+            continue
+        base, head = row["base"], row["head"]
+        if base is None or head is None or row["better"] is None:
+            continue
+        base_per, head_per = base / base_steps, head / head_steps
+        row["per_step_relative"] = (head_per - base_per) / base_per if base_per else None
+        row["change"] = _classify(row["unit"], row["better"], base_per, head_per)
+
+
+def _primary_lost_of_one_cause(rows: list[dict[str, Any]], base: Doc, head: Doc) -> None:
+    """The primary cause's lost time compares one cause's loss only when both traces have the same primary: a
+    memcpy-bound base's 941 ms against a launch-bound head's 430 ms read as 'improved'. Else its change is n/a and
+    its label names both causes."""
+    b_cause, h_cause = summary_of(base)["primary_cause"], summary_of(head)["primary_cause"]
+    if b_cause == h_cause or b_cause is None or h_cause is None:
+        return
+    for row in rows:
+        if row["key"] == "device_mean_primary_lost_ns":
+            row["change"] = "n/a"
+            row["per_step_relative"] = None
+            row["label"] = f"{row['label']}: {b_cause} -> {h_cause}"
 
 
 def _launch_rows(base: Doc, head: Doc) -> list[dict[str, Any]]:
@@ -341,66 +390,6 @@ def _kernel_changes(base: Doc, head: Doc) -> dict[str, Any]:
     }
 
 
-def incomplete_reason(doc: Doc) -> str | None:
-    """Why a trace cannot answer (its blocking completeness problems, with their counts), or None when it can.
-
-    A document without ``diagnosis.completeness`` (an older saved one) can answer unless its primary cause is
-    ``incomplete_trace``."""
-    diagnosis: Any = doc.get("diagnosis") or {}
-    completeness = diagnosis.get("completeness") if isinstance(diagnosis, dict) else None
-    if not isinstance(completeness, dict):
-        primary = diagnosis.get("primary") if isinstance(diagnosis, dict) else None
-        return (
-            "incomplete trace"
-            if isinstance(primary, dict) and primary.get("cause") == "incomplete_trace"
-            else None
-        )
-    if completeness.get("answerable", True):
-        return None
-    parts = []
-    for problem in completeness.get("problems") or []:
-        if not isinstance(problem, dict) or not problem.get("blocking"):
-            continue
-        ev = problem.get("evidence") or {}
-        if problem.get("kind") == "launches_without_gpu_activity" and ev.get("gpu_ops"):
-            parts.append(
-                f"{ev.get('after_last_gpu_op') or 0:,} of {ev.get('launch_calls') or 0:,} launch calls start after the "
-                "last recorded GPU op (the GPU side stops early)"
-            )
-        elif problem.get("kind") == "launches_without_gpu_activity":
-            parts.append(
-                f"{ev.get('launch_calls') or 0:,} launch calls and no GPU activity recorded (the profiler lost "
-                "the GPU side)"
-            )
-        elif problem.get("kind") == "launches_before_gpu_activity":
-            parts.append(
-                f"{ev.get('before_first_gpu_op') or 0:,} of {ev.get('launch_calls') or 0:,} launch calls start before "
-                "the first recorded GPU op (the GPU side starts late)"
-            )
-        elif problem.get("kind") == "kernel_launches_without_kernels":
-            n = ev.get("kernel_launch_calls") or 0
-            parts.append(
-                f"{n:,} kernel launch call{'' if n == 1 else 's'} and no kernel recorded (the profiler lost the "
-                "kernels)"
-            )
-        elif problem.get("kind") == "no_gpu_activity":
-            parts.append(f"no GPU activity recorded ({ev.get('host_events') or 0:,} host events only)")
-        elif problem.get("kind") == "gpu_ops_without_duration":
-            parts.append(
-                f"{ev.get('zero_length') or 0:,} of {ev.get('gpu_ops') or 0:,} GPU ops have no duration (a missing "
-                "or negative dur: their busy time is lost)"
-            )
-        elif problem.get("kind") == "gpu_clock_skew":
-            parts.append(
-                f"{ev.get('before_their_call') or 0:,} of {ev.get('matched_gpu_ops') or 0:,} GPU ops start before "
-                f"the call that launched them began, by {fmt_ns(ev.get('median_ahead_ns'))} at the median (the "
-                "GPU's clock is not the host's)"
-            )
-        else:  # a kind of a newer tracelens: its fix says what is missing
-            parts.append(f"the trace's {str(problem.get('kind')).replace('_', ' ')}")
-    return "; ".join(parts) or "incomplete trace"
-
-
 def _side(doc: Doc) -> dict[str, Any]:
     source = doc["source"]
     reason = incomplete_reason(doc)
@@ -412,21 +401,6 @@ def _side(doc: Doc) -> dict[str, Any]:
         "answerable": reason is None,
         "incomplete_reason": reason,
     }
-
-
-def cannot_answer(result: dict[str, Any]) -> str | None:
-    """One line saying which side of a comparison cannot answer and why, or None when both can."""
-    sides = [
-        (label, result[key])
-        for label, key in (("BASE", "base"), ("HEAD", "head"))
-        if not result[key].get("answerable", True)
-    ]
-    if not sides:
-        return None
-    return "; ".join(
-        f"{label} ({side.get('path')}) cannot answer: {side.get('incomplete_reason')}"
-        for label, side in sides
-    )
 
 
 def _describe(row: dict[str, Any]) -> str:
@@ -441,12 +415,29 @@ def _describe(row: dict[str, Any]) -> str:
     )
 
 
+STEPS_FASTER_NOTE = (
+    "not a regression: the mean step time improved, so the GPU has less work per step, "
+    "not more idle time per step"
+)
+
+
+def steps_got_faster(rows: list[dict[str, Any]]) -> bool:
+    """Whether the mean step time improved beyond the noise floor. Then a lower GPU utilization is no regression: a
+    change that makes the GPU's work shorter (faster kernels, fewer copies) lowers busy / span whenever the host
+    side does not shrink as much, while every step is faster; utilization is the means, step time the end."""
+    return any(r["key"] == "mean_step_ns" and r["change"] == "improved" for r in rows)
+
+
 def _verdict(rows: list[dict[str, Any]]) -> tuple[str, list[str]]:
     headline = [r for r in rows if r["key"] in HEADLINE and r["change"] != "n/a"]
     if not headline:
         return "inconclusive", ["neither GPU utilization nor mean step time exists in both traces"]
-    reasons = [_describe(r) for r in headline]
-    if any(r["change"] == "regressed" for r in headline):
+    faster = steps_got_faster(headline)
+    reasons = [
+        _describe(r) + (f" ({STEPS_FASTER_NOTE})" if faster and r["change"] == "regressed" else "")
+        for r in headline
+    ]
+    if any(r["change"] == "regressed" and not faster for r in headline):
         return "regressed", reasons
     if any(r["change"] == "improved" for r in headline):
         return "improved", reasons
@@ -471,11 +462,20 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
         )
         for cause in sorted(base_idle.keys() | head_idle.keys())
     ]
+    _judge_per_step([*metrics, *idle], _step_count(base_doc), _step_count(head_doc))
+    _primary_lost_of_one_cause(metrics, base_doc, head_doc)
     verdict, reasons = _verdict(metrics)
     base, head = _side(base_doc), _side(head_doc)
-    blocked = cannot_answer({"base": base, "head": head})
+    blocked = [
+        line
+        for line in (
+            cannot_answer({"base": base, "head": head}),
+            steps_on_one_side((mean_step_ns(base_doc), mean_step_ns(head_doc))),
+        )
+        if line
+    ]
     if blocked:
-        verdict, reasons = "inconclusive", [blocked, *reasons]
+        verdict, reasons = "inconclusive", [*blocked, *reasons]
     return {
         "schema_version": DIFF_SCHEMA_VERSION,
         "noise_floor": NOISE_FLOOR,
@@ -483,26 +483,38 @@ def compare(base_doc: Doc, head_doc: Doc) -> dict[str, Any]:
         "head": head,
         "verdict": verdict,
         "verdict_reasons": reasons,
+        # the gate's stderr line: a side that cannot answer first (its fix is to record the GPU side)
+        "inconclusive_reason": blocked[0] if blocked else None,
+        "caveats": caveats(base_doc, head_doc),
         "metrics": metrics,
         "idle_by_cause": idle,
         "kernels": _kernel_changes(base_doc, head_doc),
     }
 
 
+def _amount(value: float) -> str:
+    """A change in points or percent at one decimal, or, where that reads 0.0 (a threshold below 0.05 fired on it),
+    at two significant digits: 'GPU utilization 99.3% -> 99.3% (0.0 points lower, threshold 0)' named no change."""
+    return f"{value:.1f}" if round(value, 1) != 0 else f"{value:.2g}"
+
+
 def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
     """Why HEAD regressed by more than ``pct``: utilization down by > pct points, mean step time up > pct %.
 
-    A criterion whose metric is missing on either side (no GPU activity, no steps) is not applied.
+    A criterion whose metric is missing on either side (no GPU activity, no steps) is not applied; the utilization
+    criterion is not applied either when the mean step time improved beyond the noise floor (steps_got_faster).
     """
     by_key = {m["key"]: m for m in result.get("metrics", [])}
     reasons: list[str] = []
     util = by_key.get("gpu_utilization")
-    if util and util["base"] is not None and util["head"] is not None:
+    # Steps faster beyond the noise floor: a utilization drop is less GPU work per step (steps_got_faster).
+    faster = steps_got_faster(list(by_key.values()))
+    if util and util["base"] is not None and util["head"] is not None and not faster:
         drop_points = 100.0 * (util["base"] - util["head"])
         if drop_points > pct + _EPSILON:
             reasons.append(
                 f"GPU utilization {100 * util['base']:.1f}% -> {100 * util['head']:.1f}% "
-                f"({drop_points:.1f} points lower, threshold {pct:g})"
+                f"({_amount(drop_points)} points lower, threshold {pct:g})"
             )
     step = by_key.get("mean_step_ns")
     if step and step["base"] and step["head"] is not None:
@@ -510,6 +522,6 @@ def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
         if longer_pct > pct + _EPSILON:
             reasons.append(
                 f"mean step time {step['base'] / 1e6:.3f} ms -> {step['head'] / 1e6:.3f} ms "
-                f"({longer_pct:.1f}% longer, threshold {pct:g}%)"
+                f"({_amount(longer_pct)}% longer, threshold {pct:g}%)"
             )
     return reasons

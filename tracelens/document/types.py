@@ -892,6 +892,7 @@ class RankRow(TypedDict):
     collective_transfer_ns: int
     collective_wait_ns: int
     idle_by_cause: dict[str, int] | None
+    blocking_problems: list[str]
     cached: bool
     worker_peak_rss_bytes: int | None
     parquet: str

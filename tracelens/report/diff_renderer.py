@@ -72,7 +72,10 @@ def _table(header: list[str], rows: list[list[str]], align: list[str] | None = N
 
 
 def _metric_rows(
-    rows: list[dict[str, Any]], escape: Callable[[Any], str] = md, marks: dict[str, str] = CHANGE_MARK
+    rows: list[dict[str, Any]],
+    escape: Callable[[Any], str] = md,
+    marks: dict[str, str] = CHANGE_MARK,
+    per_step_figure: bool = True,
 ) -> list[list[str]]:
     return [
         [
@@ -81,10 +84,29 @@ def _metric_rows(
             fmt_value(r["head"], r["unit"]),
             fmt_delta(r),
             fmt_relative(r),
-            marks.get(r["change"], r["change"]),
+            _change_cell(r, marks, per_step_figure),
         ]
         for r in rows
     ]
+
+
+def _change_cell(row: dict[str, Any], marks: dict[str, str], figure: bool = True) -> str:
+    """The change mark; where a capture total was judged per step (the traces' step counts differ) "per step" and
+    the per-step change, or, when not ``figure`` (the terminal: a wider column would push the table past 80
+    columns), a "*" that the note under the table explains."""
+    mark = marks.get(row["change"], row["change"])
+    per_step = row.get("per_step_relative")
+    if per_step is None:
+        return mark
+    return f"{mark} per step ({signed(100 * per_step)}%)" if figure else f"{mark}*"
+
+
+PER_STEP_NOTE = "* judged per step (the total / the trace's step count): the traces recorded {} and {} steps"
+
+
+def _step_counts(result: dict[str, Any]) -> tuple[Any, Any]:
+    row = next((r for r in result["metrics"] if r["key"] == "step_count"), None)
+    return (row["base"], row["head"]) if row else (None, None)
 
 
 def _present(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,6 +167,8 @@ def _blocks(result: dict[str, Any]) -> list[Block]:
     lines.append("")
     for reason in result.get("verdict_reasons", []):
         lines.append(f"- {md(reason)}")
+    for caveat in result.get("caveats", []):
+        lines.append(f"- Caveat: {md(caveat)}")
     lines.append("")
     side_rows = [
         [
@@ -289,6 +313,8 @@ def render_terminal(
     )
     for reason in result.get("verdict_reasons", []):
         text(console, f"- {reason}", indent="  ")
+    for caveat in result.get("caveats", []):
+        text(console, f"- caveat: {caveat}", indent="  ")
     console.print()
     sides = [
         [
@@ -303,15 +329,24 @@ def render_terminal(
     draw_table(console, "", ["", "trace", "format", "framework", "primary cause"], sides, set())
     metric_columns = ["metric", "base", "head", "delta", "relative", "change"]
     draw_table(
-        console, "Metrics", metric_columns, _metric_rows(_present(result), str, TERMINAL_CHANGE), _NUMERIC
+        console,
+        "Metrics",
+        metric_columns,
+        _metric_rows(_present(result), str, TERMINAL_CHANGE, False),
+        _NUMERIC,
     )
+    per_step = any(
+        r.get("per_step_relative") is not None for r in [*result["metrics"], *result["idle_by_cause"]]
+    )
+    if per_step:
+        text(console, PER_STEP_NOTE.format(*(f"{int(n):,}" for n in _step_counts(result))), indent=" ")
     if any(r["base"] or r["head"] for r in result.get("idle_by_cause") or []):
         console.print()
         draw_table(
             console,
             "GPU idle time by cause",
             ["cause", *metric_columns[1:]],
-            _metric_rows(result["idle_by_cause"], str, TERMINAL_CHANGE),
+            _metric_rows(result["idle_by_cause"], str, TERMINAL_CHANGE, False),
             _NUMERIC,
         )
     kernels = result.get("kernels") or {}

@@ -187,6 +187,8 @@ def build_run_document(
                 "collective_transfer_ns": sum(c["transfer_ns"] for c in coll),
                 "collective_wait_ns": sum(c["wait_ns"] for c in coll),
                 "idle_by_cause": result["idle_by_cause"],
+                # the rank's trace cannot answer (its GPU side missing): diff's gate reads it per rank
+                "blocking_problems": list(result.get("blocking_problems") or []),
                 "cached": result["reused"],
                 "worker_peak_rss_bytes": result.get("worker_peak_rss_bytes"),
                 "parquet": result["parquet"],
