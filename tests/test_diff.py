@@ -356,15 +356,34 @@ def test_cli_gate_on_recorded_templates(capsys: pytest.CaptureFixture) -> None:
     assert json.loads(capsys.readouterr().out)["head"]["primary_cause"] == "incomplete_trace"
 
 
-@pytest.mark.parametrize("value", ["nan", "-5"])
+@pytest.mark.parametrize("value", ["nan", "-5", "-5%", "abc", "5%%", "", "nan%"])
 def test_fail_on_regression_threshold_must_be_a_number_from_zero(
     value: str, capsys: pytest.CaptureFixture
 ) -> None:
-    # nan compares false with every change, so the gate would never fail; a negative one fails on improvements:
-    # both are refused as a usage error (exit 2), before any trace is read
+    # nan compares false with every change, so the gate would never fail; a negative one fails on improvements;
+    # a word is no number: all are refused as a usage error (exit 2), before any trace is read, in one line (it was
+    # click's four-line usage block: 'Usage: ... Try ... Error: Invalid value ...')
     code = main(["diff", "base.json", "head.json", f"--fail-on-regression={value}"])
     assert code == 2
-    assert "the threshold is a number >= 0" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("tracelens: --fail-on-regression ")
+    assert "the threshold is a number >= 0" in err and "Usage:" not in err
+
+
+def test_fail_on_regression_accepts_a_trailing_percent(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """'--fail-on-regression 5%' was refused ('5%' is not a valid float, exit 2): PCT with a trailing % is the same
+    number. base: steps of 6 ms, head: steps of 10 ms: 66.7% longer (utilization 72.7% -> 84.2%, higher): a 60
+    threshold fails, a 70 one passes, written with % or without."""
+    base, head = tmp_path / "base.parquet", tmp_path / "head.parquet"
+    _step_trace(6_000_000, 4_000_000).save(base)
+    _step_trace(10_000_000, 8_000_000).save(head)
+    for pct, expected in (("60", 1), ("70", 0)):
+        outcomes = []
+        for value in (pct, f"{pct}%", f" {pct} % "):
+            assert main(["diff", str(base), str(head), "--fail-on-regression", value, "-f", "json"]) == expected
+            outcomes.append(capsys.readouterr().err)
+        assert outcomes[0] == outcomes[1] == outcomes[2]
+        assert ("mean step time 6.000 ms -> 10.000 ms (66.7% longer" in outcomes[0]) == (expected == 1)
 
 
 def test_faster_steps_with_lower_utilization_are_no_regression(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import glob
-import math
 import os
 import sys
 import warnings
@@ -244,12 +243,11 @@ def _format_for_output(output: str | None, default: str, allowed: Sequence[str],
     raise UsageError(f"{output}: {command} writes {names}, not {suffix}: rename the file or pass --format")
 
 
-def _threshold(value: float | None) -> float | None:
-    """--fail-on-regression's PCT: a number >= 0 (nan compares false, so it would pass every regression; a
-    negative one fails on improvements; inf gates on completeness alone)."""
-    if value is not None and (math.isnan(value) or value < 0):
-        raise click.BadParameter(f"{value!r}: the threshold is a number >= 0 (points, percent)")
-    return value
+def _threshold(value: str | None) -> float | None:
+    """--fail-on-regression's PCT (:func:`.diff.parse_threshold`: a bad one is one line, not click's usage block)."""
+    from .diff import parse_threshold
+
+    return None if value is None else parse_threshold(value)
 
 
 def _refuse_run_option(paths: Sequence[str], run_name: str | None) -> None:
@@ -435,13 +433,14 @@ def convert(path: str, output: str, fmt: str | None, run_name: str | None) -> No
 @click.option("--output", "-o", default=None, metavar="FILE", help="Write to FILE instead of stdout.")
 @click.option(
     "--fail-on-regression",
-    type=float,
+    type=str,
     default=None,
     callback=lambda _ctx, _param, value: _threshold(value),
     metavar="PCT",
     help="Exit 1 when HEAD's GPU utilization is lower by more than PCT points (unless its mean step "
     "time improved) or its mean step time is longer by more than PCT percent, or when either trace "
-    "cannot answer (its GPU side is missing: diagnosis incomplete_trace) or only one has steps.",
+    "cannot answer (its GPU side is missing: diagnosis incomplete_trace) or only one has steps. "
+    "PCT is a number >= 0, with or without a trailing % (5 and 5% are the same).",
 )
 @click.option(
     "--allow-inconclusive",

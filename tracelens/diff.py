@@ -498,6 +498,25 @@ def _amount(value: float) -> str:
     return f"{value:.1f}" if round(value, 1) != 0 else f"{value:.2g}"
 
 
+def parse_threshold(value: str) -> float:
+    """``diff --fail-on-regression``'s PCT: a number >= 0, with or without a trailing ``%`` (``5%`` is ``5``: the
+    same number for points and percent). nan compares false, so it would pass every regression; a negative one fails
+    on improvements; inf gates on completeness alone. Anything else is a :class:`.errors.UsageError`."""
+    text = value.strip()
+    number = text[:-1].rstrip() if text.endswith("%") else text
+    try:
+        threshold = float(number)
+    except ValueError:
+        threshold = math.nan
+    if math.isnan(threshold) or threshold < 0:
+        from .errors import UsageError
+
+        raise UsageError(
+            f"--fail-on-regression {value!r}: the threshold is a number >= 0 (points, percent), e.g. 5 or 5%"
+        )
+    return threshold
+
+
 def regression_reasons(result: dict[str, Any], pct: float) -> list[str]:
     """Why HEAD regressed by more than ``pct``: utilization down by > pct points, mean step time up > pct %.
 
