@@ -380,7 +380,9 @@ def test_fail_on_regression_accepts_a_trailing_percent(tmp_path: Path, capsys: p
     for pct, expected in (("60", 1), ("70", 0)):
         outcomes = []
         for value in (pct, f"{pct}%", f" {pct} % "):
-            assert main(["diff", str(base), str(head), "--fail-on-regression", value, "-f", "json"]) == expected
+            assert (
+                main(["diff", str(base), str(head), "--fail-on-regression", value, "-f", "json"]) == expected
+            )
             outcomes.append(capsys.readouterr().err)
         assert outcomes[0] == outcomes[1] == outcomes[2]
         assert ("mean step time 6.000 ms -> 10.000 ms (66.7% longer" in outcomes[0]) == (expected == 1)

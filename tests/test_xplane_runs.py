@@ -98,3 +98,25 @@ def test_the_plugins_profile_folder_given_as_dot(tmp_path: Path, monkeypatch: py
     _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
     monkeypatch.chdir(tmp_path / "plugins" / "profile")
     assert tracelens.load(Path(".")).metadata.extra["run"] == "2024_01_01_00_00_00"
+
+
+def test_a_logdir_of_gzipped_xplanes_is_read(tmp_path: Path) -> None:
+    """A logdir whose run holds <host>.xplane.pb.gz (gzipped to share it) said "no profile found (expected
+    plugins/profile/<run>/<host>.xplane.pb ...)": the run is read, every host of it. Two hosts: a 2 us kernel
+    (_space) and a 3 us one: 2 kernels, 5,000 ns; a host with both the raw and the gzipped file is read once."""
+    import gzip
+
+    import pyarrow.compute as pc
+
+    kernel = pb.event(1, 1_000_000, 3_000_000)
+    other = pb.space([pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5", 100, [kernel])], {1: "k"}, {})])
+    folder = tmp_path / "plugins" / "profile" / "2024_01_01_00_00_00"
+    folder.mkdir(parents=True)
+    (folder / "host0.xplane.pb.gz").write_bytes(gzip.compress(_space()))
+    (folder / "host1.xplane.pb").write_bytes(other)
+    (folder / "host1.xplane.pb.gz").write_bytes(gzip.compress(other))
+    trace = tracelens.load(tmp_path)
+    kernels = trace.events.filter(pc.equal(trace.events["kind"], "kernel"))
+    assert (
+        kernels.num_rows == 2 and pc.sum(pc.subtract(kernels["end_ns"], kernels["start_ns"])).as_py() == 5_000
+    )

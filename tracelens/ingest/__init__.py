@@ -84,8 +84,10 @@ def _peek(path: Path, n: int = 4096) -> bytes:
 def _has_xplane_files(directory: Path) -> bool:
     # TF 2.2-2.10's <host>.trace.json.gz beside its xplanes; not the .pt.trace.json.gz a Kineto capture is
     # named by tensorboard_trace_handler(use_gzip=True), which read as a TF logdir ("holds no host or GPU events")
-    return any(directory.rglob("*.xplane.pb")) or any(
-        not f.name.lower().endswith(".pt.trace.json.gz") for f in directory.rglob("*.trace.json.gz")
+    return (
+        any(directory.rglob("*.xplane.pb"))
+        or any(directory.rglob("*.xplane.pb.gz"))
+        or any(not f.name.lower().endswith(".pt.trace.json.gz") for f in directory.rglob("*.trace.json.gz"))
     )
 
 

@@ -58,6 +58,19 @@ _PROFILER_FRAME = re.compile(
 # ---------------------------------------------------------------------------------------- discovery
 
 
+def xplane_files(folder: Path) -> list[Path]:
+    """The ``<host>.xplane.pb`` files of a run folder, and gzip-compressed ``<host>.xplane.pb.gz`` ones (a profile
+    gzipped to be shared or stored; the reader inflates them): a host with both is read once, from the raw file."""
+    raw = sorted(folder.glob("*.xplane.pb"))
+    names = {f.name for f in raw}
+    return sorted(raw + [f for f in folder.glob("*.xplane.pb.gz") if f.name[:-3] not in names])
+
+
+def has_xplane_below(folder: Path) -> bool:
+    """Whether an ``.xplane.pb`` (or ``.xplane.pb.gz``) lies at or below ``folder``."""
+    return any(folder.rglob("*.xplane.pb")) or any(folder.rglob("*.xplane.pb.gz"))
+
+
 def _profile_dirs(logdir: Path) -> list[Path]:
     """The ``plugins/profile`` folders at or under ``logdir``: below it, or ``logdir`` itself or its ``profile``
     child where ``logdir`` is one (a user points at the folder the runs lie in, or at ``plugins``)."""
@@ -86,7 +99,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
         return [path], None
     if not path.is_dir():
         raise not_found(path)
-    direct = sorted(path.glob("*.xplane.pb")) or sorted(path.glob("*.trace.json.gz"))
+    direct = xplane_files(path) or sorted(path.glob("*.trace.json.gz"))
     if direct and run is None:
         return direct, path.name
     runs = _run_dirs(path)
@@ -104,13 +117,12 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
         # TensorBoard names runs by their start time (YYYY_MM_DD_HH_MM_SS): the last name is the newest.
         chosen = sorted(runs)[-1]
     folder = runs[chosen]
-    files = sorted(folder.glob("*.xplane.pb")) or sorted(folder.glob("*.trace.json.gz"))
+    files = xplane_files(folder) or sorted(folder.glob("*.trace.json.gz"))
     if not files:
         with_files = [
             name
             for name in sorted(runs, reverse=True)
-            if name != chosen
-            and (any(runs[name].glob("*.xplane.pb")) or any(runs[name].glob("*.trace.json.gz")))
+            if name != chosen and (xplane_files(runs[name]) or any(runs[name].glob("*.trace.json.gz")))
         ]
         if run is None and with_files:  # the newest run is empty (a profile that failed): say where one is
             raise InputError(
@@ -124,7 +136,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
 
 def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | None:
     """A warning naming the run read when ``path`` is a logdir holding several runs and none was asked for."""
-    if run is not None or chosen is None or not path.is_dir() or any(path.glob("*.xplane.pb")):
+    if run is not None or chosen is None or not path.is_dir() or xplane_files(path):
         return None
     runs = _run_dirs(path)
     if len(runs) < 2 or chosen not in runs:

@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import InputError
 from ..trace import Trace
 from . import tf_trace_json, xplane
-from .tf_common import DERIVED_FILE_SUFFIXES, discover, run_choice_note
+from .tf_common import DERIVED_FILE_SUFFIXES, discover, run_choice_note, xplane_files
 
 
 def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> Trace:
@@ -53,7 +53,7 @@ def _xplanes_instead_of(path: Path) -> list[Path] | None:
     plugin = path.name.endswith(DERIVED_FILE_SUFFIXES)
     if not (plugin or path.name.endswith(".trace.json.gz")):
         return None
-    xplanes = sorted(path.parent.glob("*.xplane.pb"))
+    xplanes = xplane_files(path.parent)
     if plugin and not xplanes:
         raise InputError(
             "a TensorBoard profile plugin file (a summary the plugin derived, not a trace), and no "

@@ -64,7 +64,7 @@ def is_run_directory(path: str | os.PathLike[str]) -> bool:
     p = Path(path)
     if not p.is_dir():
         return False
-    if any(p.rglob("*.xplane.pb")):
+    if any(p.rglob("*.xplane.pb")) or any(p.rglob("*.xplane.pb.gz")):
         return False
     return len(_run_files(p)) >= 2
 

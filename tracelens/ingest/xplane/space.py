@@ -92,6 +92,18 @@ def _read_padded(file: Path) -> np.ndarray:
     return buffer
 
 
+def _gunzipped(file: Path) -> np.ndarray:
+    """A gzip-compressed XSpace's bytes inflated, followed by ``wire.PAD`` zeros; a truncated or corrupt stream is an
+    InputError naming the file (a copy cut short), not an internal error."""
+    from ..compression import GZIP_ERRORS, gzip_reader
+
+    try:
+        with open(file, "rb") as raw, gzip_reader(raw) as stream:
+            return wire.padded(stream.read())
+    except GZIP_ERRORS as err:
+        raise InputError(f"truncated or corrupt gzip stream ({err})", path=file) from None
+
+
 def _content(plane: Any) -> bytes:
     """A plane's bytes but its ``id`` (field 1): two planes of equal content are one plane written twice."""
     if not plane.id:
@@ -113,9 +125,10 @@ def load_host(file: Path, ordinal: int, device_offset: int) -> tuple[Host, int]:
     if not data:
         raise InputError("file is empty", path=file)
     if bytes(data[:2]) == b"\x1f\x8b":  # gzip magic: never a valid XSpace start (0x1f is an invalid tag)
-        raise InputError(
-            "gzip-compressed file: an .xplane.pb is a raw protobuf, decompress it first (gunzip)", path=file
-        )
+        buffer = _gunzipped(file)  # an .xplane.pb.gz (gzipped to be shared): the XSpace is inside
+        data = buffer.data[: buffer.size - wire.PAD]
+        if not data:
+            raise InputError("gzip-compressed file that holds nothing (an empty .xplane.pb)", path=file)
     space = parse_xspace(data, file)
     host = Host(
         path=file, ordinal=ordinal, device_offset=device_offset, space=space, data=data, buffer=buffer
