@@ -68,16 +68,29 @@ def test_a_host_of_a_run_without_gpu_activity_is_named(tmp_path: Path) -> None:
     assert not any("a.xplane.pb" in w for w in trace.metadata.warnings)
 
 
-def test_newest_run_without_a_profile_names_the_other_runs(tmp_path: Path, capsys) -> None:
-    # A profile that failed leaves an empty newest run: "no profile found" hid the older run that holds one.
+@pytest.mark.parametrize("newest", ["empty folder", "empty file"])
+def test_newest_run_without_a_profile_reads_the_newest_with_one(tmp_path: Path, newest: str, capsys) -> None:
+    """A profile that failed or was interrupted leaves a newest run with no profile (an empty folder, or a 0-byte
+    <host>.xplane.pb): the logdir was refused, exit 2 ('the newest profile run ... holds no .xplane.pb' or 'file is
+    empty'), though it holds a profile. The newest run with one is read (as TensorBoard lists only runs with data),
+    and the warning names it and the run passed over; --run still reads the empty one, and says why it cannot."""
     from tracelens.cli import main
 
     _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
-    (tmp_path / "plugins" / "profile" / "2024_02_01_00_00_00").mkdir()
-    assert main(["analyze", str(tmp_path), "-f", "json"]) == 2
+    empty = tmp_path / "plugins" / "profile" / "2024_02_01_00_00_00"
+    empty.mkdir()
+    if newest == "empty file":
+        (empty / "host0.xplane.pb").write_bytes(b"")
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.extra["run"] == "2024_01_01_00_00_00"
+    assert trace.num_events == 1  # _space: one kernel
+    (note,) = [w for w in trace.metadata.warnings if "profile runs" in w]
+    assert "the newest with a profile is 2024_01_01_00_00_00" in note and "2024_02_01_00_00_00" in note
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(tmp_path), "--run", "2024_02_01_00_00_00", "-f", "json"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    assert "2024_02_01_00_00_00" in lines[0] and "--run 2024_01_01_00_00_00" in lines[0]
+    assert len(lines) == 1 and ("empty" in lines[0] or "no profile found" in lines[0]), lines
 
 
 def test_the_plugins_profile_folder_itself_is_a_logdir(tmp_path: Path) -> None:

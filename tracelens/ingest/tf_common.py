@@ -114,24 +114,28 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
             raise InputError(f"no profile run named {run!r} (runs: {', '.join(sorted(runs))})", path=path)
         chosen = run
     else:
-        # TensorBoard names runs by their start time (YYYY_MM_DD_HH_MM_SS): the last name is the newest.
-        chosen = sorted(runs)[-1]
+        # TensorBoard names runs by their start time (YYYY_MM_DD_HH_MM_SS): the last name is the newest. A newer run
+        # with no profile (a profile that failed, was interrupted or is still being written: an empty folder, or
+        # empty files) is passed over for the newest that holds one, as TensorBoard lists only runs with data;
+        # run_choice_note says so.
+        newest_first = sorted(runs, reverse=True)
+        chosen = next((name for name in newest_first if _run_files(runs[name])), newest_first[0])
     folder = runs[chosen]
     files = xplane_files(folder) or sorted(folder.glob("*.trace.json.gz"))
     if not files:
-        with_files = [
-            name
-            for name in sorted(runs, reverse=True)
-            if name != chosen and (xplane_files(runs[name]) or any(runs[name].glob("*.trace.json.gz")))
-        ]
-        if run is None and with_files:  # the newest run is empty (a profile that failed): say where one is
-            raise InputError(
-                f"the newest profile run, {chosen}, holds no .xplane.pb; older runs do: "
-                f"--run {with_files[0]} reads the newest of them ({', '.join(with_files[:5])})",
-                path=path,
-            )
         _explain_empty(folder, path)
     return files, chosen
+
+
+def _run_files(folder: Path) -> list[Path]:
+    """A run folder's trace files (xplanes, else legacy trace JSON), none where every one is empty (0 bytes)."""
+    files = xplane_files(folder) or sorted(folder.glob("*.trace.json.gz"))
+    return files if any(f.stat().st_size for f in files) else []
+
+
+def _empty_newer_runs(runs: dict[str, Path], chosen: str) -> list[str]:
+    """The runs newer than ``chosen`` (by name) that hold no profile: passed over when no run was asked for."""
+    return [name for name in sorted(runs, reverse=True) if name > chosen and not _run_files(runs[name])]
 
 
 def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | None:
@@ -144,6 +148,14 @@ def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | No
     others = [name for name in sorted(runs, reverse=True) if name != chosen]
     shown = ", ".join(others[:5]) + (f", … ({len(others) - 5} more)" if len(others) > 5 else "")
     folder = runs[chosen].relative_to(path).as_posix()
+    empty = _empty_newer_runs(runs, chosen)
+    if empty:
+        skipped = ", ".join(empty[:5]) + (f", … ({len(empty) - 5} more)" if len(empty) > 5 else "")
+        return (
+            f"{len(runs)} profile runs under this logdir: the newest with a profile is {chosen} ({folder}), read; "
+            f"newer runs hold no .xplane.pb or only empty files (a profile that failed or was interrupted: "
+            f"{skipped}); --run NAME reads another ({shown})"
+        )
     return (
         f"{len(runs)} profile runs under this logdir: read the newest, {chosen} ({folder}); "
         f"--run NAME reads another ({shown})"
