@@ -133,3 +133,26 @@ def test_a_logdir_of_gzipped_xplanes_is_read(tmp_path: Path) -> None:
     assert (
         kernels.num_rows == 2 and pc.sum(pc.subtract(kernels["end_ns"], kernels["start_ns"])).as_py() == 5_000
     )
+
+
+@pytest.mark.parametrize("layout", ["beside the xplane", "logdir top"])
+def test_a_kineto_trace_in_the_folder_is_named_not_read(tmp_path: Path, layout: str) -> None:
+    """A folder holding a TF/JAX profile and a PyTorch capture (torch's tensorboard_trace_handler writes
+    <worker>.<ts>.pt.trace.json.gz to the logdir TensorBoard's profile plugin also writes to): the xplane was read
+    and the Kineto trace left out without a word. It still reads the xplane (one kernel: _space), and a warning names
+    the trace left out; a config.json (no trace) is not named. At the logdir's top, the .pt.trace.json.gz was taken
+    for TF's legacy <host>.trace.json.gz and read instead of the run: "holds no host or GPU events", exit 2."""
+    import shutil
+
+    from tests.conftest import FIXTURES
+
+    if layout == "beside the xplane":
+        (tmp_path / "host0.xplane.pb").write_bytes(_space())
+    else:
+        _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
+    shutil.copy(FIXTURES / "demo.pt.trace.json.gz", tmp_path / "worker0.1700000000.pt.trace.json.gz")
+    (tmp_path / "config.json").write_text('{"lr": 0.1}')
+    trace = tracelens.load(tmp_path)
+    assert trace.metadata.source_format == "xplane" and trace.num_events == 1
+    (note,) = [w for w in trace.metadata.warnings if "another format" in w]
+    assert "worker0.1700000000.pt.trace.json.gz" in note and "not read" in note and "config.json" not in note

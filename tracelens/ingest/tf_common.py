@@ -66,9 +66,38 @@ def xplane_files(folder: Path) -> list[Path]:
     return sorted(raw + [f for f in folder.glob("*.xplane.pb.gz") if f.name[:-3] not in names])
 
 
-def has_xplane_below(folder: Path) -> bool:
-    """Whether an ``.xplane.pb`` (or ``.xplane.pb.gz``) lies at or below ``folder``."""
-    return any(folder.rglob("*.xplane.pb")) or any(folder.rglob("*.xplane.pb.gz"))
+def legacy_trace_files(folder: Path) -> list[Path]:
+    """TF 2.2-2.10's ``<host>.trace.json.gz`` files of a folder; not a PyTorch capture that torch's
+    tensorboard_trace_handler(use_gzip=True) named ``<worker>.<ts>.pt.trace.json.gz`` (read as TF's, it was "holds no
+    host or GPU events", exit 2, in a logdir both profilers wrote to)."""
+    return sorted(
+        f for f in folder.glob("*.trace.json.gz") if not f.name.lower().endswith(".pt.trace.json.gz")
+    )
+
+
+# Trace files of the other formats (Kineto JSON, Nsight Systems, tracelens Parquet) by name
+_OTHER_TRACE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".parquet", ".nsys-rep", ".qdrep")
+
+
+def other_traces(path: Path) -> list[Path]:
+    """Trace files of another format at the top of the folder ``path`` (a PyTorch ``*.pt.trace.json`` beside the
+    xplanes, or in the logdir both profilers wrote to): the profile read leaves them out, so the trace says so. TF's
+    own legacy ``<host>.trace.json.gz`` (read when the run has no xplane) is none of them."""
+    if not path.is_dir():
+        return []
+    found = []
+    for f in sorted(path.iterdir()):
+        name = f.name.lower()
+        if not f.is_file() or not name.endswith(_OTHER_TRACE_SUFFIXES):
+            continue
+        if name.endswith(".trace.json.gz") and not name.endswith(".pt.trace.json.gz"):
+            continue
+        # a JSON file named as a trace (torch's tensorboard_trace_handler: <worker>.<ts>.pt.trace.json[.gz];
+        # export_chrome_trace("trace.json")); not a config.json: its name alone, no file is opened
+        if name.endswith((".json", ".json.gz")) and "trace" not in name:
+            continue
+        found.append(f)
+    return found
 
 
 def _profile_dirs(logdir: Path) -> list[Path]:
@@ -99,7 +128,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
         return [path], None
     if not path.is_dir():
         raise not_found(path)
-    direct = xplane_files(path) or sorted(path.glob("*.trace.json.gz"))
+    direct = xplane_files(path) or legacy_trace_files(path)
     if direct and run is None:
         return direct, path.name
     runs = _run_dirs(path)
@@ -121,7 +150,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
         newest_first = sorted(runs, reverse=True)
         chosen = next((name for name in newest_first if _run_files(runs[name])), newest_first[0])
     folder = runs[chosen]
-    files = xplane_files(folder) or sorted(folder.glob("*.trace.json.gz"))
+    files = xplane_files(folder) or legacy_trace_files(folder)
     if not files:
         _explain_empty(folder, path)
     return files, chosen
@@ -129,7 +158,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
 
 def _run_files(folder: Path) -> list[Path]:
     """A run folder's trace files (xplanes, else legacy trace JSON), none where every one is empty (0 bytes)."""
-    files = xplane_files(folder) or sorted(folder.glob("*.trace.json.gz"))
+    files = xplane_files(folder) or legacy_trace_files(folder)
     return files if any(f.stat().st_size for f in files) else []
 
 

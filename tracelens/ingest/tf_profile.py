@@ -15,7 +15,7 @@ from typing import Any
 from ..errors import InputError
 from ..trace import Trace
 from . import tf_trace_json, xplane
-from .tf_common import DERIVED_FILE_SUFFIXES, discover, run_choice_note, xplane_files
+from .tf_common import DERIVED_FILE_SUFFIXES, discover, other_traces, run_choice_note, xplane_files
 
 
 def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> Trace:
@@ -43,6 +43,15 @@ def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> T
     note = run_choice_note(path, run, run_name)
     if note:
         trace.metadata.warnings.append(note)
+    others = other_traces(path)
+    if others:
+        named = ", ".join(f.name for f in others[:4]) + (
+            f", … ({len(others) - 4} more)" if len(others) > 4 else ""
+        )
+        trace.metadata.warnings.append(
+            f"this folder also holds {len(others)} trace file{'s' if len(others) > 1 else ''} of another format "
+            f"({named}), not read: only the TensorFlow/JAX profile was; pass a file by name to read it"
+        )
     return trace
 
 
