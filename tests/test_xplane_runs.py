@@ -156,3 +156,21 @@ def test_a_kineto_trace_in_the_folder_is_named_not_read(tmp_path: Path, layout: 
     assert trace.metadata.source_format == "xplane" and trace.num_events == 1
     (note,) = [w for w in trace.metadata.warnings if "another format" in w]
     assert "worker0.1700000000.pt.trace.json.gz" in note and "not read" in note and "config.json" not in note
+
+
+def test_a_truncated_newest_run_names_the_older_run(tmp_path: Path, capsys) -> None:
+    """Profiling interrupted while the newest run's only xplane was written (a truncated file): exit 2 naming the
+    file, and nothing said of the older run that holds a whole profile. The line now names it (--run R)."""
+    from tracelens.cli import main
+
+    _run(tmp_path, "plugins", "profile", "2024_01_01_00_00_00")
+    newest = tmp_path / "plugins" / "profile" / "2024_02_01_00_00_00"
+    newest.mkdir()
+    data = _space()
+    (newest / "host0.xplane.pb").write_bytes(data[: len(data) // 2])
+    assert main(["analyze", str(tmp_path), "-f", "json"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert "host0.xplane.pb" in lines[0] and "truncated or corrupt" in lines[0]
+    assert "--run 2024_01_01_00_00_00" in lines[0]
+    assert main(["analyze", str(tmp_path), "--run", "2024_01_01_00_00_00", "-f", "json"]) == 0

@@ -167,6 +167,15 @@ def _empty_newer_runs(runs: dict[str, Path], chosen: str) -> list[str]:
     return [name for name in sorted(runs, reverse=True) if name > chosen and not _run_files(runs[name])]
 
 
+def older_runs(path: Path, run: str | None, chosen: str | None) -> list[str]:
+    """The runs older than ``chosen`` (newest first) that hold a profile, where ``chosen`` was picked as the newest of
+    a logdir's runs (no --run); none otherwise."""
+    if run is not None or chosen is None or not path.is_dir() or xplane_files(path):
+        return []
+    runs = _run_dirs(path)
+    return [name for name in sorted(runs, reverse=True) if name < chosen and _run_files(runs[name])]
+
+
 def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | None:
     """A warning naming the run read when ``path`` is a logdir holding several runs and none was asked for."""
     if run is not None or chosen is None or not path.is_dir() or xplane_files(path):

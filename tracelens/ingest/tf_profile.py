@@ -15,7 +15,14 @@ from typing import Any
 from ..errors import InputError
 from ..trace import Trace
 from . import tf_trace_json, xplane
-from .tf_common import DERIVED_FILE_SUFFIXES, discover, other_traces, run_choice_note, xplane_files
+from .tf_common import (
+    DERIVED_FILE_SUFFIXES,
+    discover,
+    older_runs,
+    other_traces,
+    run_choice_note,
+    xplane_files,
+)
 
 
 def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> Trace:
@@ -34,12 +41,24 @@ def read(path: Path, fmt: str = "xplane", run: str | None = None, **_: Any) -> T
         )
         return trace
     files, run_name = discover(path, run)
-    if fmt == "tf-trace-json" or all(f.name.endswith(".trace.json.gz") for f in files):
-        trace = tf_trace_json.read_files(files, source=path, run=run_name)
-    else:
-        trace = xplane.read_files(
-            [f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name
-        )
+    try:
+        if fmt == "tf-trace-json" or all(f.name.endswith(".trace.json.gz") for f in files):
+            trace = tf_trace_json.read_files(files, source=path, run=run_name)
+        else:
+            trace = xplane.read_files(
+                [f for f in files if not f.name.endswith(".trace.json.gz")], source=path, run=run_name
+            )
+    except InputError as err:
+        # The newest run of a logdir, unreadable (a profile interrupted while written: a truncated file): the older
+        # runs are a --run away, and the line says so
+        older = older_runs(path, run, run_name)
+        if not older:
+            raise
+        raise InputError(
+            f"{err.message} (in the newest profile run, {run_name}; older runs hold a profile: --run {older[0]} "
+            f"reads the newest of them)",
+            path=err.path,
+        ) from None
     note = run_choice_note(path, run, run_name)
     if note:
         trace.metadata.warnings.append(note)
