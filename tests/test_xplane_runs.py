@@ -174,3 +174,34 @@ def test_a_truncated_newest_run_names_the_older_run(tmp_path: Path, capsys) -> N
     assert "host0.xplane.pb" in lines[0] and "truncated or corrupt" in lines[0]
     assert "--run 2024_01_01_00_00_00" in lines[0]
     assert main(["analyze", str(tmp_path), "--run", "2024_01_01_00_00_00", "-f", "json"]) == 0
+
+
+def test_one_run_name_in_two_logdirs_is_not_dropped(tmp_path: Path, capsys) -> None:
+    """train/ and eval/ each with a profile run of the same timestamp: the runs were keyed by name alone, so eval's
+    hid train's without a word (train/ never read, --run could not name it). Each is keyed by its folder; the
+    warning names the other; --run with the bare name is refused naming both; --run <folder> reads that one.
+    train's run holds one 2 us kernel (_space), eval's one 3 us kernel."""
+    from tracelens.cli import main
+
+    _run(tmp_path, "train", "plugins", "profile", "2024_01_01_00_00_00")
+    eval_run = tmp_path / "eval" / "plugins" / "profile" / "2024_01_01_00_00_00"
+    eval_run.mkdir(parents=True)
+    kernel = pb.event(1, 1_000_000, 3_000_000)
+    gpu = pb.plane(1, "/device:GPU:0", [pb.line(5, "Stream #5", 100, [kernel])], {1: "k"}, {})
+    (eval_run / "host0.xplane.pb").write_bytes(pb.space([gpu]))
+    trace = tracelens.load(tmp_path)
+    read = trace.metadata.extra["run"]
+    assert read in ("train/plugins/profile/2024_01_01_00_00_00", "eval/plugins/profile/2024_01_01_00_00_00")
+    other = next(x for x in ("train", "eval") if not read.startswith(x))
+    (note,) = [w for w in trace.metadata.warnings if "profile runs" in w]
+    assert "2 profile runs" in note and f"{other}/plugins/profile/2024_01_01_00_00_00" in note
+    durations = {}
+    for name in ("train", "eval"):
+        chosen = tracelens.load(tmp_path, run=f"{name}/plugins/profile/2024_01_01_00_00_00")
+        durations[name] = int((chosen.events["end_ns"][0].as_py()) - chosen.events["start_ns"][0].as_py())
+    assert durations == {"train": 2_000, "eval": 3_000}
+    assert main(["analyze", str(tmp_path), "--run", "2024_01_01_00_00_00", "-f", "json"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        "2 runs have this name" in line and "train/plugins/profile" in line and "eval/plugins/profile" in line
+    )

@@ -113,13 +113,37 @@ def _profile_dirs(logdir: Path) -> list[Path]:
 
 
 def _run_dirs(logdir: Path) -> dict[str, Path]:
-    """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}."""
+    """Profile runs under a logdir: ``<...>/plugins/profile/<run>/`` -> {run name: folder}. A run name found in two
+    places (the same timestamp under ``train/`` and ``eval/``: one was dropped, never read, and --run could not name
+    it) is keyed by its folder under the logdir, ``train/plugins/profile/<run>``, each."""
+    found = [
+        run
+        for profile_dir in _profile_dirs(logdir)
+        if profile_dir.is_dir()
+        for run in sorted(p for p in profile_dir.iterdir() if p.is_dir())
+    ]
+    unique: dict[Path, Path] = {}
+    for run in found:  # a folder reached twice (the logdir is plugins/profile itself) is one run
+        unique.setdefault(Path(os.path.abspath(run)), run)
+    counts: dict[str, int] = {}
+    for run in unique.values():
+        counts[run.name] = counts.get(run.name, 0) + 1
     runs: dict[str, Path] = {}
-    for profile_dir in _profile_dirs(logdir):
-        if profile_dir.is_dir():
-            for run in sorted(p for p in profile_dir.iterdir() if p.is_dir()):
-                runs.setdefault(run.name, run)
+    for run in unique.values():
+        runs[run.name if counts[run.name] == 1 else _relative(run, logdir)] = run
     return runs
+
+
+def _relative(folder: Path, logdir: Path) -> str:
+    try:
+        return folder.relative_to(logdir).as_posix()
+    except ValueError:
+        return folder.as_posix()
+
+
+def _newest_first(runs: dict[str, Path]) -> list[str]:
+    """Run keys newest first: by the run folder's name (TensorBoard's YYYY_MM_DD_HH_MM_SS), then by the key."""
+    return sorted(runs, key=lambda key: (runs[key].name, key), reverse=True)
 
 
 def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None]:
@@ -139,6 +163,12 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
             )
         _explain_empty(path, path)
     if run is not None:
+        same = [key for key, folder in runs.items() if key != run and folder.name == run]
+        if run not in runs and same:
+            raise InputError(
+                f"--run {run}: {len(same)} runs have this name ({', '.join(sorted(same))}): pass one of these",
+                path=path,
+            )
         if run not in runs:
             raise InputError(f"no profile run named {run!r} (runs: {', '.join(sorted(runs))})", path=path)
         chosen = run
@@ -147,7 +177,7 @@ def discover(path: Path, run: str | None = None) -> tuple[list[Path], str | None
         # with no profile (a profile that failed, was interrupted or is still being written: an empty folder, or
         # empty files) is passed over for the newest that holds one, as TensorBoard lists only runs with data;
         # run_choice_note says so.
-        newest_first = sorted(runs, reverse=True)
+        newest_first = _newest_first(runs)
         chosen = next((name for name in newest_first if _run_files(runs[name])), newest_first[0])
     folder = runs[chosen]
     files = xplane_files(folder) or legacy_trace_files(folder)
@@ -164,7 +194,8 @@ def _run_files(folder: Path) -> list[Path]:
 
 def _empty_newer_runs(runs: dict[str, Path], chosen: str) -> list[str]:
     """The runs newer than ``chosen`` (by name) that hold no profile: passed over when no run was asked for."""
-    return [name for name in sorted(runs, reverse=True) if name > chosen and not _run_files(runs[name])]
+    order = _newest_first(runs)
+    return [name for name in order[: order.index(chosen)] if not _run_files(runs[name])]
 
 
 def older_runs(path: Path, run: str | None, chosen: str | None) -> list[str]:
@@ -173,7 +204,12 @@ def older_runs(path: Path, run: str | None, chosen: str | None) -> list[str]:
     if run is not None or chosen is None or not path.is_dir() or xplane_files(path):
         return []
     runs = _run_dirs(path)
-    return [name for name in sorted(runs, reverse=True) if name < chosen and _run_files(runs[name])]
+    order = _newest_first(runs)
+    return (
+        [name for name in order[order.index(chosen) + 1 :] if _run_files(runs[name])]
+        if chosen in runs
+        else []
+    )
 
 
 def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | None:
@@ -183,7 +219,7 @@ def run_choice_note(path: Path, run: str | None, chosen: str | None) -> str | No
     runs = _run_dirs(path)
     if len(runs) < 2 or chosen not in runs:
         return None
-    others = [name for name in sorted(runs, reverse=True) if name != chosen]
+    others = [name for name in _newest_first(runs) if name != chosen]
     shown = ", ".join(others[:5]) + (f", … ({len(others) - 5} more)" if len(others) > 5 else "")
     folder = runs[chosen].relative_to(path).as_posix()
     empty = _empty_newer_runs(runs, chosen)
