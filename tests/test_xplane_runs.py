@@ -205,3 +205,21 @@ def test_one_run_name_in_two_logdirs_is_not_dropped(tmp_path: Path, capsys) -> N
     assert (
         "2 runs have this name" in line and "train/plugins/profile" in line and "eval/plugins/profile" in line
     )
+
+
+def test_gzipped_xplanes_are_trace_files_of_a_run(tmp_path: Path, capsys) -> None:
+    """Once .xplane.pb.gz files are read: a glob of them matched nothing ('no trace file matches this pattern'). And
+    -o onto one inside the logdir read stays refused (it is an input), the file untouched."""
+    import gzip
+
+    from tracelens.cli import main
+
+    folder = tmp_path / "plugins" / "profile" / "2024_01_01_00_00_00"
+    folder.mkdir(parents=True)
+    host = folder / "host0.xplane.pb.gz"
+    host.write_bytes(gzip.compress(_space()))
+    before = host.read_bytes()
+    assert main(["analyze", str(folder / "*.xplane.pb.gz"), "-f", "json"]) == 0
+    capsys.readouterr()
+    assert main(["analyze", str(tmp_path), "-o", str(host), "-f", "json"]) == 2
+    assert host.read_bytes() == before

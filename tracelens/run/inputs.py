@@ -14,7 +14,7 @@ from ..ingest.captures import newest_captures
 
 # Files a run directory may hold, one trace each (a TF logdir is one trace, read by the xplane reader).
 RUN_FILE_SUFFIXES = (".json", ".json.gz", ".sqlite", ".parquet")
-TRACE_FILE_SUFFIXES = (*RUN_FILE_SUFFIXES, ".nsys-rep", ".qdrep", ".xplane.pb")
+TRACE_FILE_SUFFIXES = (*RUN_FILE_SUFFIXES, ".nsys-rep", ".qdrep", ".xplane.pb", ".xplane.pb.gz")
 
 _RANK_PATTERNS = (
     re.compile(r"(?<![a-z])rank[-_]?(\d+)", re.IGNORECASE),
