@@ -260,6 +260,41 @@ def test_launch_overhead_remedy_keeps_a_long_unrecorded_gap_inside_a_region() ->
     assert "(20.0 ms in all, the longest 20.0 ms)" in remedy["assumptions"]
 
 
+def test_a_long_api_call_is_no_unrecorded_gap() -> None:
+    """A CUDA API call inside a region is recorded (its RUNTIME row), not host time with nothing recorded: the
+    bound on unrecorded gaps named the a100 MPI saxpy's long calls "15 host gaps ... with nothing recorded (374.3
+    ms in all)". Its launches are 5 kernels, each its own region (a blocking copy or synchronize between any two:
+    read with SQL), so a region holds no gap between launches at all, only the launch call itself."""
+    import sqlite3
+
+    path = SHARED_TRACES / "nsys" / "a100_saxpy_nsys2022.2.sqlite"
+    if not path.is_file():
+        pytest.skip("../shared/traces/nsys/a100_saxpy_nsys2022.2.sqlite not present")
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    names = [
+        (tid, name.split("_v")[0])
+        for tid, name in con.execute(
+            "SELECT r.globalTid, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+            "WHERE r.eventClass = 0 ORDER BY r.globalTid, r.start"
+        )
+    ]
+    (long_calls,) = con.execute(
+        'SELECT COUNT(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE eventClass = 0 AND "end" - start > 5000000'
+    ).fetchone()
+    con.close()
+    # between two kernel launches of one thread, a blocking call (a synchronous cudaMemcpy or a synchronize)
+    pending: dict[int, bool] = {}
+    for tid, name in names:
+        if name == "cudaLaunchKernel":
+            assert not pending.get(tid), "two launches of one region"
+            pending[tid] = True
+        elif name == "cudaMemcpy" or "Synchronize" in name:
+            pending[tid] = False
+    assert long_calls > 0  # calls longer than the 5 ms bound exist
+    remedy = by_cause(whatif(tracelens.load(path)))["host_launch_overhead"]
+    assert "Not modelled" not in remedy["assumptions"]
+
+
 def _launch_work_bound_ns(path: Path) -> int:
     """Independent of tracelens: the most host time a CUDA graph capture could take off an Nsight export, read with
     SQL. Per host thread, the union of its CUDA API calls (every RUNTIME row) and of its launch regions (from the

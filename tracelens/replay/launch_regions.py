@@ -157,11 +157,15 @@ class LongGaps:
 def long_unrecorded_gaps(ctx: Context, framework: np.ndarray, removed: np.ndarray) -> LongGaps:
     """:class:`LongGaps` of the remedy's ``removed`` (the cover of the ``framework`` rows and the regions, per
     point): a point's unrecorded in-region time is ``removed`` less the rows' cover alone, read only where a lag is
-    long enough to hold more than the bound (few points: the second overlap pass runs only where one is)."""
+    long enough to hold more than the bound (few points: the second overlap pass runs only where one is), and
+    never at a call's end (the call itself is recorded)."""
     if not bool((removed > MAX_UNRECORDED_GAP_NS).any()):
         empty = np.zeros(0, np.int64)
         return LongGaps(empty, empty)
     unrecorded = removed - ctx.host_overlap(framework)
+    # a call's end point: its lag is the call's own time, an API row (recorded launch or wait work, not a gap;
+    # the a100 MPI saxpy's 15 long "gaps" were its calls)
+    unrecorded[ctx.graph.call_end] = 0
     points = np.flatnonzero(unrecorded > MAX_UNRECORDED_GAP_NS)
     return LongGaps(points, unrecorded[points])
 
