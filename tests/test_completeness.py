@@ -75,6 +75,11 @@ EXPECTED = {
     "gpu_ops_without_duration": [
         ("gpu_ops_without_duration", True, {"gpu_ops": 4, "zero_length": 3, "share": 0.75})
     ],
+    # (before: "GPUs 0" and "Diagnosis: none ... the GPUs are busy most of it": every kernel's device was -1 or
+    # 4294967295, so no GPU held them)
+    "gpu_ops_without_device": [
+        ("gpu_ops_without_device", True, {"gpu_ops": 4, "without_device": 4, "share": 1.0})
+    ],
     # (before: "every launch call starts after the last GPU op: the GPU side stops 1 ms early", a lost GPU side)
     "gpu_clock_skew": [
         (
@@ -136,6 +141,7 @@ PRIMARY = {
     "gpu_stops_early": "incomplete_trace",
     "kernels_lost": "incomplete_trace",
     "gpu_ops_without_duration": "incomplete_trace",
+    "gpu_ops_without_device": "incomplete_trace",
     "gpu_clock_skew": "incomplete_trace",
     "gpu_starts_late": "incomplete_trace",
     "cpu_only": "incomplete_trace",
@@ -178,8 +184,15 @@ def test_primary_is_incomplete_trace_exactly_when_a_problem_blocks(name: str) ->
         assert primary["evidence"]["problems"] == blocking
         assert (primary["lost_ns"], primary["share"]) == (0, 0.0)
         assert "incomplete_trace" not in {c["cause"] for c in diagnosis["causes"]}
-        # The fix says how to record the GPU side with the PyTorch profiler.
-        assert "ProfilerActivity.CUDA" in primary["fix"]
+        if blocking == ["gpu_ops_without_device"]:
+            # the GPU side is there: the fix says what is wrong (the device ids), not to record it again
+            assert primary["fix"].startswith(
+                "The GPU ops are recorded, but their device ids are missing or invalid"
+            )
+            assert "recording again the same way will not fix it" in primary["fix"]
+        else:
+            # The fix says how to record the GPU side with the PyTorch profiler.
+            assert "ProfilerActivity.CUDA" in primary["fix"]
     else:
         assert primary["cause"] != "incomplete_trace"
     if name in PRIMARY:
@@ -295,6 +308,8 @@ def test_gate_names_the_base_side_and_partial_loss(capsys: pytest.CaptureFixture
             "gpu_ops_without_duration",
             "3 of 4 GPU ops have no duration (a missing or negative dur: their busy time is lost)",
         ),
+        # make_completeness.py: the 4 kernels' args.device -1 or 4294967295
+        ("gpu_ops_without_device", "4 of 4 GPU ops name no GPU (device id missing or invalid)"),
         # each of the 4 kernels starts 992 us before its launch call began
         (
             "gpu_clock_skew",
@@ -327,9 +342,8 @@ def test_every_blocking_problem_is_worded_in_the_diff(capsys: pytest.CaptureFixt
         if reason is not None:
             blocked += 1
             assert not any(kind in reason for kind in KINDS), (head.name, reason)
-    assert (
-        blocked == 7
-    )  # cpu_only, the two GPU sides lost, starts late, kernels lost, no duration, clock skew
+    # cpu_only, the two GPU sides lost, starts late, kernels lost, no duration, no device, clock skew
+    assert blocked == 8
 
 
 def test_allow_inconclusive_passes_and_no_gate_no_failure(capsys: pytest.CaptureFixture) -> None:

@@ -15,6 +15,7 @@ import pytest
 import tracelens
 from tests.nsys_handmade_export import edited_copy, query
 from tracelens.analyses import analyze
+from tracelens.analyses.diagnosis.low_occupancy import sentence as low_occupancy_sentence
 
 CONTEXT_TABLE = (
     "CREATE TABLE TARGET_INFO_CUDA_CONTEXT_INFO (nullStreamId INTEGER NOT NULL, hwId INTEGER NOT NULL, "
@@ -94,3 +95,46 @@ def test_a_green_context_claiming_more_sms_than_its_gpu_is_held_to_the_gpus(tmp_
     )
     kernels = _kernels(tracelens.load(path))
     assert kernels[102]["estimated_achieved_occupancy"] == pytest.approx((80 / 108) * 256 / 2048, rel=1e-6)
+
+
+def _low_occupancy_sentence(trace: tracelens.Trace) -> tuple[str, dict]:
+    doc = analyze(trace)
+    cause = next(c for c in doc["diagnosis"]["causes"] if c["cause"] == "low_occupancy")
+    return low_occupancy_sentence(cause, doc["diagnosis"]), doc["occupancy"]["top_low_occupancy_kernels"][0]
+
+
+def test_an_under_filled_green_context_kernel_is_said_against_the_contexts_sms(tmp_path: Path) -> None:
+    # every kernel 4 blocks, all three in the 16-SM green context: under-filled there (4 < 16). The sentence said
+    # "fewer blocks than the GPU's 108 SMs", the SMs they could not use
+    path = _green(
+        tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 4, gridY = 1, gridZ = 1, greenContextId = 5"
+    )
+    (context_sms,) = {
+        sms
+        for (sms,) in query(
+            path,
+            "SELECT c.numMultiprocessors FROM CUPTI_ACTIVITY_KIND_KERNEL k "
+            "JOIN TARGET_INFO_CUDA_CONTEXT_INFO c ON c.contextId = k.greenContextId AND c.isGreenContext = 1",
+        )
+    }
+    device_sms = query(path, "SELECT smCount FROM TARGET_INFO_GPU")[0][0]
+    text, top = _low_occupancy_sentence(tracelens.load(path))
+    assert top["context_sm_count"] == context_sms == GREEN_SMS
+    assert f"fewer blocks than their CUDA green context's {context_sms} SMs (e.g. " in text
+    assert f"4 blocks; the GPU has {device_sms} SMs)" in text
+
+
+def test_green_and_whole_gpu_kernels_are_told_apart(tmp_path: Path) -> None:
+    # 4 blocks each; 102 and 104 in the 16-SM context, 106 on the whole GPU: separate groups (other SMs)
+    path = _green(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 4, gridY = 1, gridZ = 1")
+    trace = tracelens.load(path)
+    kernels = analyze(trace, sections=["occupancy"])["occupancy"]["top_low_occupancy_kernels"]
+    assert sorted((k["context_sm_count"] or 0, k["count"]) for k in kernels) == [
+        (0, 1),
+        (GREEN_SMS, 1),
+        (GREEN_SMS, 1),
+    ]
+    text, _ = _low_occupancy_sentence(trace)
+    assert (
+        f"fewer blocks than the SMs they may use (the GPU's 108; {GREEN_SMS} in a CUDA green context)" in text
+    )

@@ -141,6 +141,10 @@ FIXTURE_VERDICTS = {
         "incomplete_trace",
         "3 of 4 kernels without a duration (missing or negative dur): no busy time to measure, not an idle GPU.",
     ),
+    "completeness/gpu_ops_without_device.json": (
+        "incomplete_trace",
+        "4 kernels, each on no GPU (args.device -1 or 4294967295): recorded but unplaced, not a healthy GPU.",
+    ),
     "completeness/cpu_only.json": ("incomplete_trace", "A range and two ops, no GPU activity."),
     "completeness/gpu_without_launches.json": (
         "unexplained_idle",

@@ -80,6 +80,11 @@ def _own_incomplete_reason(doc: Doc) -> str | None:
             )
         elif problem.get("kind") == "no_gpu_activity":
             parts.append(f"no GPU activity recorded ({ev.get('host_events') or 0:,} host events only)")
+        elif problem.get("kind") == "gpu_ops_without_device":
+            parts.append(
+                f"{ev.get('without_device') or 0:,} of {ev.get('gpu_ops') or 0:,} GPU ops name no GPU (device id "
+                "missing or invalid)"
+            )
         elif problem.get("kind") == "gpu_ops_without_duration":
             parts.append(
                 f"{ev.get('zero_length') or 0:,} of {ev.get('gpu_ops') or 0:,} GPU ops have no duration (a missing "

@@ -11,6 +11,9 @@ why the GPU idles, so its primary cause is ``incomplete_trace`` and ``diff --fai
                                     by correlation id: the GPU side starts late (blocking from BLOCKING_SHARE on)
     kernel_launches_without_kernels kernel launch calls and GPU ops, none of them a kernel: the kernel side is lost
                                     (blocking)
+    gpu_ops_without_device          >= BLOCKING_SHARE of the GPU ops name no GPU (their device id missing or no GPU
+                                    number): they are in the trace but on no GPU, so no per-GPU figure holds them
+                                    (blocking)
     gpu_ops_without_duration        >= BLOCKING_SHARE of the GPU ops are zero-length (a missing or negative `dur`, a
                                     lost end timestamp): their busy time is lost (blocking)
     gpu_clock_skew                  > CLOCK_SKEW_SHARE of the matched GPU ops start before their launch call began:
@@ -66,6 +69,7 @@ KINDS = (
     "launches_without_gpu_activity",
     "launches_before_gpu_activity",
     "kernel_launches_without_kernels",
+    "gpu_ops_without_device",
     "gpu_ops_without_duration",
     "gpu_clock_skew",
     "gpu_activity_without_launches",
@@ -157,6 +161,17 @@ DURATION_FIX = {
     "durations since pytorch/kineto#646).",
     "default": "The GPU ops' durations are missing or negative (lost end timestamps): analyse the profiler's own "
     "output, or record again.",
+}
+
+
+DEVICE_FIX = {
+    "pytorch": "The GPU ops are recorded, but their device ids are missing or invalid (Kineto's args.device, else "
+    "the event's pid, is no GPU number such as 0 or 1): this is no lost GPU side, and recording again the same way "
+    "will not fix it. Analyse the profiler's own output where a tool rewrote the file (one that drops or renumbers "
+    "args.device); else give each GPU event its GPU's index in args.device (a copy of the file) and analyse that.",
+    "default": "The GPU ops are recorded, but their device ids are missing or invalid (no GPU number): this is no "
+    "lost GPU side. Analyse the profiler's own output where a tool rewrote the file; else give each GPU op its GPU's "
+    "index (a copy of the file) and analyse that.",
 }
 
 
@@ -373,6 +388,16 @@ def judge(trace: Trace) -> dict[str, Any]:
         if zero / gpu_count >= BLOCKING_SHARE:
             evidence = {"gpu_ops": gpu_count, "zero_length": zero, "share": zero / gpu_count}
             problems.append(_problem("gpu_ops_without_duration", True, evidence, _fix(DURATION_FIX, who)))
+
+    if gpu_count and not joined:
+        # GPU ops on no GPU (a device id missing or no GPU number, read as null): recorded, yet out of every
+        # per-GPU figure; where most are, the GPUs' busy time and gaps are not the trace's ("GPUs 0" and a healthy
+        # "none" verdict on a trace whose 61 kernels all had args.device -1). (Joined: every GPU op has a device.)
+        assert gpu is not None
+        no_device = int(np.count_nonzero(cols.device[gpu] < 0))
+        if no_device / gpu_count >= BLOCKING_SHARE:
+            evidence = {"gpu_ops": gpu_count, "without_device": no_device, "share": no_device / gpu_count}
+            problems.append(_problem("gpu_ops_without_device", True, evidence, _fix(DEVICE_FIX, who)))
 
     if gpu_ids is not None:
         # unified-memory migrations: GPU ops no call launches (.migrations), left out of the launch checks below

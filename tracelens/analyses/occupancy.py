@@ -257,7 +257,9 @@ def config_groups(
     shared), numbered in order of first appearance as ``groupby(..., sort=False, dropna=False).ngroup()`` does.
     The four configuration keys are grouped once per configuration (``config``: each launch's), then the launches
     by one int64 key of (name, that group): no five-column groupby of every launch."""
-    config_group = group_numbers([per_config[k] for k in CONFIG_KEYS])
+    # (a green context's launches apart from the same configuration's elsewhere: judged against other SMs)
+    keys = CONFIG_KEYS + (("context_sms",) if "context_sms" in per_config else ())
+    config_group = group_numbers([per_config[k] for k in keys])
     width = int(config_group.max()) + 1 if config_group.size else 1
     key = name.astype(np.int64) * width + config_group[config]
     group = first_seen_codes(key)[0]
@@ -328,6 +330,11 @@ def _top_kernels(
     summary["shape_limited"] = ~excluded[first] & _shape_limited_config(per_config)[first_config]
     summary["shape"] = per_config["shape"][first_config]
     summary["limiter"] = per_config["limiter"][first_config]
+    summary["context_sms"] = (
+        per_config["context_sms"][first_config]
+        if "context_sms" in per_config
+        else np.full(first_config.size, np.nan)
+    )
     summary["name"] = np.asarray(label_of, dtype=object)[summary["name"]]
     # sort_values(["lost_ns", "name"], ascending=[False, True]).head(TOP_KERNELS), as Python values (itertuples)
     top = sort_order([summary["lost_ns"], text_rank(summary["name"])], [False, True])[:TOP_KERNELS]
@@ -358,6 +365,7 @@ def _top_kernels(
                 "threads_per_block": int_or_none(row.threads),
                 "registers_per_thread": int_or_none(row.registers),
                 "shared_bytes_per_block": int_or_none(row.shared),
+                "context_sm_count": int_or_none(row.context_sms),
             }
         )
     return out

@@ -540,6 +540,7 @@ class LowOccupancyKernel(TypedDict):
     threads_per_block: int | None
     registers_per_thread: int | None
     shared_bytes_per_block: int | None
+    context_sm_count: int | None
 
 
 class Occupancy(TypedDict):

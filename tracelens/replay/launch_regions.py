@@ -9,6 +9,7 @@ pays its launch, and the host time the capture removes is the regions' and the r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -136,12 +137,48 @@ def region_spans(
     )
 
 
-def removed_by_graphs(ctx: Context, spans: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+# The longest host lag inside a launch region with nothing recorded that a CUDA graph is measured to remove: the
+# before/after launch pairs (fixtures/gpu/pairs*, tests/test_pairs.py) lose such gaps of 3 µs to 4.04 ms (the
+# H200 VM's longest). A longer one is kept whole: the trace cannot tell it from a host wait (a data copy being
+# prepared, a lock, a sleep), which a graph does not remove; on tf/v100x8_tf2.4_bert_multiworker one 368 ms gap
+# removed made the remedy "save 97.7%" of the span.
+MAX_UNRECORDED_GAP_NS = 5_000_000
+
+
+@dataclass(frozen=True)
+class LongGaps:
+    """The host points whose lag holds more than :data:`MAX_UNRECORDED_GAP_NS` inside a launch region with nothing
+    recorded (``points``), and that unrecorded time each (``ns``): the graph remedy keeps it (not modelled)."""
+
+    points: np.ndarray
+    ns: np.ndarray
+
+
+def long_unrecorded_gaps(ctx: Context, framework: np.ndarray, removed: np.ndarray) -> LongGaps:
+    """:class:`LongGaps` of the remedy's ``removed`` (the cover of the ``framework`` rows and the regions, per
+    point): a point's unrecorded in-region time is ``removed`` less the rows' cover alone, read only where a lag is
+    long enough to hold more than the bound (few points: the second overlap pass runs only where one is), and
+    never at a call's end (the call itself is recorded)."""
+    if not bool((removed > MAX_UNRECORDED_GAP_NS).any()):
+        empty = np.zeros(0, np.int64)
+        return LongGaps(empty, empty)
+    unrecorded = removed - ctx.host_overlap(framework)
+    # a call's end point: its lag is the call's own time, an API row (recorded launch or wait work, not a gap;
+    # the a100 MPI saxpy's 15 long "gaps" were its calls)
+    unrecorded[ctx.graph.call_end] = 0
+    points = np.flatnonzero(unrecorded > MAX_UNRECORDED_GAP_NS)
+    return LongGaps(points, unrecorded[points])
+
+
+def removed_by_graphs(
+    ctx: Context, spans: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, LongGaps]:
     """Per host point, the lag a CUDA graph capture removes: the part covered by recorded launch work (host
     category launch) or framework work (category cpu), or inside a launch region's span (``spans``: region_spans),
     less what ``Context.kept_by_graphs`` keeps (input waits, one-time work). Host time outside every region with
     nothing (or only annotations, MPI ranges) recorded is the program's own and stays: removing it too, the a100
-    MPI saxpy's span went from 1.71 s to 0.68 s (MPI_Init, MPI waits)."""
+    MPI saxpy's span went from 1.71 s to 0.68 s (MPI_Init, MPI waits). Inside a region, a lag's unrecorded time
+    above :data:`MAX_UNRECORDED_GAP_NS` stays too (:func:`long_unrecorded_gaps`, returned beside)."""
     g = ctx.graph
     categories = host_categories(ctx.trace)
     one_time = one_time_work(ctx.trace)
@@ -153,8 +190,11 @@ def removed_by_graphs(ctx: Context, spans: tuple[np.ndarray, np.ndarray, np.ndar
     either[kept_rows] = True
     # the union's cover less the kept rows' own. (Inside a region all of it: the measured graph pairs lose the
     # Python between their ops, 3 µs to 4 ms gaps; capped at the median gap the H100 pair read 0.52 ms, not 0.33.)
-    removed = ctx.host_overlap(np.flatnonzero(either), spans)
+    framework = np.flatnonzero(either)
     del either
+    removed = ctx.host_overlap(framework, spans)
+    long_gaps = long_unrecorded_gaps(ctx, framework, removed)
+    removed[long_gaps.points] -= long_gaps.ns
     kept = ctx.host_overlap(kept_rows)
     removed -= kept
     # a launch call's own time, its end's lag (from its start), is launch work whole: the API rows lie in the calls
@@ -166,4 +206,4 @@ def removed_by_graphs(ctx: Context, spans: tuple[np.ndarray, np.ndarray, np.ndar
     np.clip(
         removed, 0, g.lag, out=removed
     )  # (a lag is less than its interval where a queue wait was taken out)
-    return removed
+    return removed, long_gaps

@@ -30,7 +30,7 @@ from .call_names import text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build
-from .launch_regions import region_heads, region_spans, removed_by_graphs
+from .launch_regions import MAX_UNRECORDED_GAP_NS, region_heads, region_spans, removed_by_graphs
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
 from .pinned import pinned_bandwidth
@@ -342,7 +342,7 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
     if not launched.any():
         return None, ""
     # the launch and framework work and the regions' host code, less input waits and one-time work (the rest stays)
-    removed = removed_by_graphs(ctx, region_spans(g, ctx.step_of, launched))
+    removed, long_gaps = removed_by_graphs(ctx, region_spans(g, ctx.step_of, launched))
     lag = g.lag.copy()
     # the host points but chain heads and the ends of calls an explicit wait set (a launch blocked on a full command
     # buffer is launch work: captured too, its queue wait kept)
@@ -373,15 +373,24 @@ def host_launch_overhead(ctx: Context) -> tuple[Graph | None, str]:
         if queued
         else ""
     )
+    long_text = (
+        f" Not modelled: {long_gaps.points.size:,} host gaps inside regions with more than "
+        f"{MAX_UNRECORDED_GAP_NS / 1e6:.0f} ms with nothing recorded ({long_gaps.ns.sum() / 1e6:,.1f} ms in all, "
+        f"the longest {long_gaps.ns.max() / 1e6:,.1f} ms) stay: the trace cannot tell them from a host wait, which a "
+        "graph does not remove (the measured graph pairs show it removing such gaps up to 4 ms)."
+        if long_gaps.points.size
+        else ""
+    )
     return g.with_changes(lag=lag, edge_lag=edge_lag), (
         f"The launches of each {region_text} between two blocking calls (a graph cannot hold a host wait) are "
         f"captured in one CUDA graph ({head_points.size:,} graphs): the recorded framework and launch work "
         f"(framework ops, Python frames and CUDA API calls, less input waits, blocking waits and one-time work) and "
-        f"the host time between a region's launches with nothing recorded are replaced by one graph launch each, "
+        f"the host time between a region's launches with nothing recorded (up to {MAX_UNRECORDED_GAP_NS / 1e6:.0f} ms "
+        f"a gap) are replaced by one graph launch each, "
         f"costing {how}; host time outside the regions with nothing recorded (or only annotations, OS-runtime or "
         f"MPI calls) is the program's own and stays; the GPU runs the same ops with the same durations, back "
         f"to back with {gap_how}; a thread woken by another (the autograd thread) is woken at once. Syncs, input "
-        f"waits and one-time work (a graph is captured after the warm-up) stay.{queue_text}"
+        f"waits and one-time work (a graph is captured after the warm-up) stay.{queue_text}{long_text}"
     )
 
 

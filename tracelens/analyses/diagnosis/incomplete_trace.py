@@ -125,6 +125,13 @@ def _no_duration(ev: dict[str, Any]) -> str:
     )
 
 
+def _no_device(ev: dict[str, Any]) -> str:
+    return (
+        f"{ev.get('without_device', 0):,} of {ev.get('gpu_ops', 0):,} GPU ops ({fmt_pct(ev.get('share'))}) name no "
+        "GPU (their device id is missing or no GPU number): they were recorded, but no GPU's busy time holds them"
+    )
+
+
 def _clock_skew(ev: dict[str, Any]) -> str:
     return (
         f"{ev.get('before_their_call', 0):,} of {ev.get('matched_gpu_ops', 0):,} GPU ops "
@@ -139,6 +146,7 @@ PROBLEM_CLAUSES: dict[str, Callable[[dict[str, Any]], str]] = {
     "launches_without_gpu_activity": _lost_gpu,
     "launches_before_gpu_activity": _late_gpu,
     "kernel_launches_without_kernels": _lost_kernels,
+    "gpu_ops_without_device": _no_device,
     "gpu_ops_without_duration": _no_duration,
     "gpu_clock_skew": _clock_skew,
     "gpu_activity_without_launches": _no_launches,

@@ -40,6 +40,7 @@ KERNEL_FIELDS = (
     "grid_blocks",
     "threads_per_block",
     "block_shape_limited",
+    "context_sm_count",
 )
 
 
@@ -79,13 +80,28 @@ def sentence(cause: dict[str, Any], _: dict[str, Any]) -> str:
     parts = []
     if ev.get("under_filled_lost_ns"):
         sms = sorted({v for v in (ev.get("sm_count") or {}).values() if v})
-        part = (
-            f"{fmt_ns(ev['under_filled_lost_ns'])} from launches with fewer blocks than the GPU's "
-            f"{'/'.join(str(s) for s in sms) or '?'} SMs"
-        )
+        sm_list = "/".join(str(s) for s in sms) or "?"
+        # kernels of a CUDA green context may use its SMs only: judged against those, and said so
+        green = sorted({k["context_sm_count"] for k in under if k.get("context_sm_count")})
+        all_green = bool(green) and all(k.get("context_sm_count") for k in under)
+        green_list = "/".join(str(s) for s in green)
+        if all_green:
+            limit = f"their CUDA green context's {green_list} SMs"
+        elif green:
+            limit = f"the SMs they may use (the GPU's {sm_list}; {green_list} in a CUDA green context)"
+        else:
+            limit = f"the GPU's {sm_list} SMs"
+        part = f"{fmt_ns(ev['under_filled_lost_ns'])} from launches with fewer blocks than {limit}"
+        notes = []
         if under and under[0].get("grid_blocks") is not None:
-            blocks = round(under[0]["grid_blocks"])
-            part += f" (e.g. {quote(under[0]['name'])}, {calls(blocks, 'block')})"
+            example = f"e.g. {quote(under[0]['name'])}, {calls(round(under[0]['grid_blocks']), 'block')}"
+            if green and not all_green and under[0].get("context_sm_count"):
+                example += f" in a green context of {under[0]['context_sm_count']} SMs"
+            notes.append(example)
+        if all_green:
+            notes.append(f"the GPU has {sm_list} SMs")
+        if notes:
+            part += f" ({'; '.join(notes)})"
         parts.append(part)
     if ev.get("block_shape_lost_ns"):
         part = f"{fmt_ns(ev['block_shape_lost_ns'])} from block shapes that cap occupancy"

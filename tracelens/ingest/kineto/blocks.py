@@ -159,6 +159,13 @@ def placeable(microseconds: np.ndarray) -> np.ndarray:
     return np.abs(microseconds) < MAX_TIME_US
 
 
+def untimed(kind: np.ndarray, ts: np.ndarray) -> int:
+    """How many rows are timeline events (a kind, not SKIP: the profiler's own "Trace" span is SKIP, dropped on
+    purpose) without a placeable ts (missing, not a number, or off the timeline): rows the reader drops, counted
+    (``counts["untimed"]``) to be said in a warning. Both engines count them where they drop them, once a row."""
+    return int(np.count_nonzero((kind != SKIP) & ~placeable(ts)))
+
+
 def op_columns(
     rows: np.ndarray,
     numbers: dict[str, np.ndarray],

@@ -26,6 +26,7 @@ from .blocks import (
     op_columns,
     placeable,
     to_number,
+    untimed,
 )
 from .fields import (
     ARG_FIELDS,
@@ -377,6 +378,7 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
         "metadata": 0,
         "other_phase": 0,
         "lenient_blocks": 0,
+        "untimed": 0,
     }
     # A phase that is not a string (loosely decoded blocks only) counts as another phase.
     for phase, count in Counter(p if isinstance(p, str) else None for p in map(_PHASE, events)).items():
@@ -397,6 +399,7 @@ def block_columns(events: list[Any]) -> dict[str, Any]:
     ts = _column(complete, "ts")
     keep = (kind != SKIP) & placeable(ts)
     if not keep.all():
+        counts["untimed"] = untimed(kind, ts)
         rows = np.flatnonzero(keep)
         complete = [complete[i] for i in rows]
         kind, ts = kind[rows], ts[rows]
@@ -509,6 +512,11 @@ def decoding_warnings(counts: dict[str, int], problem: str | None) -> list[str]:
         warnings.append(
             "some events had fields of unexpected types; numbers written as strings were read, other such "
             "values left empty" + (f" (first: {problem})" if problem else "")
+        )
+    if counts.get("untimed"):
+        warnings.append(
+            f'{counts["untimed"]:,} complete event(s) ("ph": "X") without a usable timestamp ("ts" missing, '
+            "not a number, or off the timeline) were dropped: they are in no figure"
         )
     if counts["surrogates"]:
         warnings.append(

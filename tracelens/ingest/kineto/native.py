@@ -26,6 +26,7 @@ from .blocks import (
     placeable,
     scanner,
     to_number,
+    untimed,
     used_codes,
 )
 from .fields import (
@@ -130,6 +131,7 @@ def _counted(scanned: dict[str, Any]) -> dict[str, Any]:
         "metadata": scanned["metadata"],
         "other_phase": scanned["other_phase"],
         "lenient_blocks": 0,
+        "untimed": 0,
     }
     return {"counts": counts}
 
@@ -146,6 +148,8 @@ def _row_columns(scanned: dict[str, Any], block: dict[str, Any]) -> dict[str, An
     ts = floats[_AT["ts"]]
     kept = (kind != SKIP) & placeable(ts)
     every_row = bool(kept.all())
+    if not every_row:
+        block["counts"]["untimed"] = untimed(kind, ts)
     rows = np.arange(n) if every_row else np.flatnonzero(kept)
     if rows.size == 0:
         return block

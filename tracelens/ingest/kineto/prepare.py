@@ -19,6 +19,7 @@ from .blocks import (
     SKIP,
     placeable,
     scanner,
+    untimed,
 )
 from .fields import DEVICE_FIELDS, OP_NUMBERS, OP_TEXTS
 
@@ -45,6 +46,8 @@ def prepare_block(block: dict[str, Any]) -> dict[str, Any]:
     kind = block["kind"]
     keep = (kind != SKIP) & placeable(ts)
     if not keep.all():
+        counts = block.setdefault("counts", {})
+        counts["untimed"] = counts.get("untimed", 0) + untimed(kind, ts)
         keep_rows(block, keep)
         ts, kind = ts[keep], block["kind"]
         if kind.size == 0:

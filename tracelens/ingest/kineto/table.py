@@ -127,6 +127,7 @@ class Columns:
             "lenient_blocks": 0,
             "msgspec_blocks": 0,
             "surrogates": 0,
+            "untimed": 0,
         }
         self.problem: str | None = None  # the first field of an unexpected type, with an example event
         # set by finish: whether the GPU ops' ends ascend in table order (stream_order.ends_ascending)
