@@ -154,15 +154,15 @@ class LongGaps:
     ns: np.ndarray
 
 
-def long_unrecorded_gaps(ctx: Context, framework: np.ndarray, removed: np.ndarray) -> LongGaps:
-    """:class:`LongGaps` of the remedy's ``removed`` (the cover of the ``framework`` rows and the regions, per
-    point): a point's unrecorded in-region time is ``removed`` less the rows' cover alone, read only where a lag is
-    long enough to hold more than the bound (few points: the second overlap pass runs only where one is), and
-    never at a call's end (the call itself is recorded)."""
-    if not bool((removed > MAX_UNRECORDED_GAP_NS).any()):
+def long_unrecorded_gaps(ctx: Context, removed: np.ndarray, recorded: np.ndarray | None) -> LongGaps:
+    """:class:`LongGaps` of the remedy's ``removed`` (the cover of the framework rows and the regions, per point):
+    a point's unrecorded in-region time is ``removed`` less the rows' cover alone (``recorded``: None where no lag
+    holds more than the bound, Context.host_overlaps), and never at a call's end (the call itself is recorded)."""
+    if recorded is None:
         empty = np.zeros(0, np.int64)
         return LongGaps(empty, empty)
-    unrecorded = removed - ctx.host_overlap(framework)
+    unrecorded = removed - recorded
+    del recorded
     # a call's end point: its lag is the call's own time, an API row (recorded launch or wait work, not a gap;
     # the a100 MPI saxpy's 15 long "gaps" were its calls)
     unrecorded[ctx.graph.call_end] = 0
@@ -192,8 +192,10 @@ def removed_by_graphs(
     # Python between their ops, 3 µs to 4 ms gaps; capped at the median gap the H100 pair read 0.52 ms, not 0.33.)
     framework = np.flatnonzero(either)
     del either
-    removed = ctx.host_overlap(framework, spans)
-    long_gaps = long_unrecorded_gaps(ctx, framework, removed)
+    removed, recorded = ctx.host_overlaps(framework, spans, rows_alone_above=MAX_UNRECORDED_GAP_NS)
+    del framework
+    long_gaps = long_unrecorded_gaps(ctx, removed, recorded)
+    del recorded
     removed[long_gaps.points] -= long_gaps.ns
     kept = ctx.host_overlap(kept_rows)
     removed -= kept

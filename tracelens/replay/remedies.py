@@ -12,8 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .. import intervals
-from ..analyses.columns import event_columns, thread_key, thread_time_positions
+from ..analyses.columns import event_columns
 from ..analyses.names import (
     HOST_CATEGORY_PRIORITY,
     INPUT,
@@ -30,6 +29,7 @@ from .call_names import text_mask
 from .collectives import overlap_collectives
 from .engine import Plan, plan, plan_without_edges, running_at, solve_with_span
 from .graph import HOST_END, HOST_START, Graph, build
+from .host_overlap import host_overlaps
 from .launch_regions import MAX_UNRECORDED_GAP_NS, region_heads, region_spans, removed_by_graphs
 from .name_tests import names_mask
 from .occupancy_model import kernel_model
@@ -226,30 +226,16 @@ class Context:
         """Per point, how much of the interval its lag covers (previous point on the chain -> it) lies inside
         the union of the event ``rows`` on the same host thread (0 for GPU points and chain heads); ``spans``:
         more intervals in that union, as (thread keys, starts, ends)."""
-        g = self.graph
-        out = np.zeros(g.size, np.int64)
-        cols = event_columns(self.trace)
-        rows = rows[cols.tid[rows] >= 0]
-        if (rows.size == 0 and (spans is None or spans[0].size == 0)) or (
-            points := np.flatnonzero(self.is_host & ~g.chain_first)
-        ).size == 0:
-            return out
-        point_keys = g.thread_keys[g.chain[points]]
-        row_keys = thread_key(cols.pid[rows], cols.tid[rows])
-        starts, ends = cols.start[rows], cols.end[rows]
-        if spans is not None and spans[0].size:
-            row_keys = np.concatenate([row_keys, spans[0].astype(row_keys.dtype)])
-            starts = np.concatenate([starts, spans[1].astype(starts.dtype)])
-            ends = np.concatenate([ends, spans[2].astype(ends.dtype)])
-        lo, hi, rs, re = thread_time_positions(
-            [
-                (point_keys, [g.time[points - 1], g.time[points]]),
-                (row_keys, [starts, ends]),
-            ]
-        )
-        us, ue = intervals.merge(rs, re)
-        out[points] = intervals.overlap_with_union(lo, np.maximum(hi, lo), us, ue)
-        return out
+        return self.host_overlaps(rows, spans)[0]
+
+    def host_overlaps(
+        self,
+        rows: np.ndarray,
+        spans: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+        rows_alone_above: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`host_overlap`, and the overlap with the ``rows``' union alone where asked (host_overlap.py)."""
+        return host_overlaps(self.graph, self.is_host, self.trace, rows, spans, rows_alone_above)
 
     @cached_property
     def input_overlap(self) -> np.ndarray:
