@@ -55,6 +55,10 @@ def reference_top_kernels(
             "threads": occ.threads[keep],
             "registers": occ.registers[keep],
             "shared": occ.shared[keep],
+            # a CUDA green context's SMs (null elsewhere): its launches are a configuration of their own
+            "context_sms": trace.take("context_sm_count", occ.rows[keep])
+            .to_numpy(zero_copy_only=False)
+            .astype(np.float64),
         }
     )
     group = keys.groupby(list(keys.columns), sort=False, dropna=False).ngroup().to_numpy()
@@ -114,6 +118,7 @@ def reference_top_kernels(
                 "threads_per_block": int_or_none(row.threads),
                 "registers_per_thread": int_or_none(row.registers),
                 "shared_bytes_per_block": int_or_none(row.shared),
+                "context_sm_count": int_or_none(row.context_sms),
             }
         )
     return out
