@@ -190,12 +190,7 @@ def drop_rows_without_device(parts: list[Part]) -> int:
         # GPU sync rows keep theirs: CUPTI's synchronization record has no device (nothing reads theirs)
         if part.host or device is None or not device.null_count or "sync_kind" in part.columns:
             continue
-        keep = device.is_valid()
-        for name, values in part.columns.items():
-            if isinstance(values, (pa.Array, pa.ChunkedArray)):
-                part.columns[name] = values.filter(keep)
-        dropped += device.null_count
-        part.n -= device.null_count
+        dropped += _keep_rows(part, device.is_valid(), device.null_count)
     return dropped
 
 
@@ -208,13 +203,7 @@ def drop_rows_without_start(parts: list[Part]) -> int:
         start = part.columns.get("start_ns")
         if start is None or not start.null_count:
             continue
-        count = start.null_count
-        keep = start.is_valid()
-        for name, values in part.columns.items():
-            if isinstance(values, (pa.Array, pa.ChunkedArray)):
-                part.columns[name] = values.filter(keep)
-        dropped += count
-        part.n -= count
+        dropped += _keep_rows(part, start.is_valid(), start.null_count)
     return dropped
 
 
@@ -232,10 +221,14 @@ def drop_untimed_rows(parts: list[Part]) -> int:
         count = pc.sum(untimed).as_py() or 0
         if not count:
             continue
-        keep = pc.invert(untimed)
-        for name, values in part.columns.items():
-            if isinstance(values, (pa.Array, pa.ChunkedArray)):
-                part.columns[name] = values.filter(keep)
-        dropped += count
-        part.n -= count
+        dropped += _keep_rows(part, pc.invert(untimed), count)
+    return dropped
+
+
+def _keep_rows(part: Part, keep: pa.Array, dropped: int) -> int:
+    """``part``'s rows where ``keep`` is true, in place (``dropped``: how many are not); returns ``dropped``."""
+    for name, values in part.columns.items():
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            part.columns[name] = values.filter(keep)
+    part.n -= dropped
     return dropped
